@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// runCLI runs one command in-process with the given environment.
+func runCLI(t *testing.T, environ map[string]string, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := Run(ctx, args, func(k string) string { return environ[k] }, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
+	out, _, err := runCLI(t, nil, "version")
+	require.NoError(t, err)
+	require.Equal(t, "tideline dev\n", out)
+
+	out, _, err = runCLI(t, nil, "--help")
+	require.ErrorIs(t, err, ErrHelpShown)
+	require.Contains(t, out, "serve")
+	require.Contains(t, out, "migrate")
+
+	_, errOut, err := runCLI(t, nil, "serve", "--help")
+	require.ErrorIs(t, err, ErrHelpShown)
+	require.Contains(t, errOut, "Example:")
+	require.Contains(t, errOut, "-addr")
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		environ map[string]string
+		args    []string
+		want    string
+	}{
+		{"no command", nil, nil, "missing command"},
+		{"unknown command", nil, []string{"fly"}, `unknown command "fly"`},
+		{"unknown flag", nil, []string{"serve", "--colour"}, "flag provided but not defined: -colour"},
+		{"bad log format", nil, []string{"serve", "--log-format", "xml"}, `invalid --log-format "xml"`},
+		{"bad log level from env", map[string]string{"TIDELINE_LOG_LEVEL": "loud"}, []string{"serve"}, `invalid --log-level "loud"`},
+		{"bad addr", nil, []string{"serve", "--addr", "8080"}, `invalid --addr "8080"`},
+		{"bad namespace", nil, []string{"migrate", "--namespace", "Prod!"}, `invalid --namespace "Prod!"`},
+		{"bad database scheme", nil, []string{"migrate", "--database", "mysql://x"}, `invalid --database "mysql://x"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, _, err := runCLI(t, tc.environ, tc.args...)
+			var usage *UsageError
+			require.ErrorAs(t, err, &usage)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestServeFailsFastOnUnreachablePostgres(t *testing.T) {
+	t.Parallel()
+	_, _, err := runCLI(t, nil, "serve", "--addr", "127.0.0.1:0", "--database", "postgres://postgres@127.0.0.1:1/none")
+	require.Error(t, err)
+	var usage *UsageError
+	require.False(t, errors.As(err, &usage), "a database outage is a failure (exit 1), not a usage error")
+	require.Contains(t, err.Error(), "open database postgres://postgres@127.0.0.1:1/none")
+}
+
+func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
+	out, _, err := runCLI(t, map[string]string{"TIDELINE_DATABASE_URL": dbURL}, "migrate")
+	require.NoError(t, err)
+	require.Equal(t, "Applied 0001_init.sql\n", out)
+	out, _, err = runCLI(t, nil, "migrate", "--database", dbURL)
+	require.NoError(t, err)
+	require.Equal(t, "Database is up to date.\n", out)
+}

@@ -1,0 +1,106 @@
+// Package models holds the bun structs that map Tideline's tables and the query
+// functions over them. Every function takes a bun.IDB so that it runs the same
+// on a *bun.DB and inside a transaction; business rules live in scheduling/.
+package models
+
+import (
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Schedule statuses.
+const (
+	StatusActive  = "active"
+	StatusPaused  = "paused"
+	StatusDeleted = "deleted"
+)
+
+// Spec is the stored "when" of a schedule (SPEC §2/§3). It is plain data; the
+// scheduling package compiles it into something that can compute fire times.
+type Spec struct {
+	CronExpressions []string   `json:"cron_expressions"`
+	Intervals       []Interval `json:"intervals"`
+	Timezone        string     `json:"timezone"`
+}
+
+// Interval is one fixed-length repetition: ISO-8601 durations, e.g. every
+// "PT1H" with offset "PT5M" fires at :05 of every hour (UTC epoch aligned).
+type Interval struct {
+	Every  string `json:"every"`
+	Offset string `json:"offset,omitempty"`
+}
+
+// Action is the "what": the workflow a fire starts.
+type Action struct {
+	WorkflowType            string `json:"workflow_type"`
+	WorkflowClass           string `json:"workflow_class,omitempty"`
+	Input                   any    `json:"input,omitempty"`
+	ExecutionTimeoutSeconds *int64 `json:"execution_timeout_seconds"`
+	RunTimeoutSeconds       *int64 `json:"run_timeout_seconds"`
+}
+
+// BufferedAction is a fire that the overlap policy parked until the running
+// workflow finishes. Draining it keeps its instance ID.
+type BufferedAction struct {
+	InstanceID     string    `json:"instance_id"`
+	OccurrenceTime time.Time `json:"occurrence_time"`
+	Kind           string    `json:"kind"` // scheduled | manual
+	BufferedAt     time.Time `json:"buffered_at"`
+}
+
+// RecentAction is one row of the schedule's last-10 action log.
+type RecentAction struct {
+	InstanceID     string    `json:"instance_id,omitempty"`
+	RunID          string    `json:"run_id,omitempty"`
+	Outcome        string    `json:"outcome"`
+	FiredAt        time.Time `json:"fired_at"`
+	OccurrenceTime time.Time `json:"occurrence_time"`
+	FireLagMs      int64     `json:"fire_lag_ms"`
+	Reason         string    `json:"reason,omitempty"`
+}
+
+// Schedule is a row of workflow_schedules.
+type Schedule struct {
+	bun.BaseModel `bun:"table:workflow_schedules,alias:s"`
+
+	ID                  string            `bun:"id,pk"`
+	Namespace           string            `bun:"namespace,notnull"`
+	ScheduleID          string            `bun:"schedule_id,notnull"`
+	Status              string            `bun:"status,notnull"`
+	Spec                Spec              `bun:"spec,type:jsonb,notnull"`
+	Action              Action            `bun:"action,type:jsonb,notnull"`
+	OverlapPolicy       string            `bun:"overlap_policy,notnull"`
+	JitterSeconds       int               `bun:"jitter_seconds,notnull"`
+	MaxRuns             *int64            `bun:"max_runs"`
+	RemainingActions    *int64            `bun:"remaining_actions"`
+	Connection          *string           `bun:"connection"`
+	Queue               *string           `bun:"queue"`
+	Labels              map[string]string `bun:"labels,type:jsonb,notnull"`
+	Memo                map[string]string `bun:"memo,type:jsonb,notnull"`
+	SearchAttributes    map[string]string `bun:"search_attributes,type:jsonb,notnull"`
+	Note                string            `bun:"note,notnull"`
+	FiresCount          int64             `bun:"fires_count,notnull"`
+	FailuresCount       int64             `bun:"failures_count,notnull"`
+	SkippedTriggerCount int64             `bun:"skipped_trigger_count,notnull"`
+	LastSkipReason      *string           `bun:"last_skip_reason"`
+	LastSkippedAt       *time.Time        `bun:"last_skipped_at"`
+	NextFireAt          *time.Time        `bun:"next_fire_at"`
+	NextNominalAt       *time.Time        `bun:"next_nominal_at"`
+	LastFiredAt         *time.Time        `bun:"last_fired_at"`
+	LatestInstanceID    *string           `bun:"latest_instance_id"`
+	LatestRunID         *string           `bun:"latest_run_id"`
+	BufferedActions     []BufferedAction  `bun:"buffered_actions,type:jsonb,notnull"`
+	// BufferDepth mirrors len(BufferedActions) so that the drain phase can use
+	// a partial index instead of inspecting JSON.
+	BufferDepth   int            `bun:"buffer_depth,notnull"`
+	RecentActions []RecentAction `bun:"recent_actions,type:jsonb,notnull"`
+	// LastSequence is the audit stream's high-water mark. Appending an event
+	// increments it under the schedule's row lock, which is what makes the
+	// per-schedule sequence gap-free under concurrent writers.
+	LastSequence int64      `bun:"last_sequence,notnull"`
+	PausedAt     *time.Time `bun:"paused_at"`
+	DeletedAt    *time.Time `bun:"deleted_at"`
+	CreatedAt    time.Time  `bun:"created_at,notnull"`
+	UpdatedAt    time.Time  `bun:"updated_at,notnull"`
+}

@@ -1,0 +1,128 @@
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/handlers"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/views"
+)
+
+// apiError is the JSON error body of SPEC §8.
+type apiError struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// classify maps any error to a status and a client-safe body. Unknown errors
+// become a generic 500: their text may hold internals and is only logged.
+func classify(err error) (int, apiError) {
+	var (
+		nf   *scheduling.NotFoundError
+		val  *scheduling.ValidationError
+		conf *scheduling.ConflictError
+		bad  *handlers.BadRequestError
+		he   *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &nf):
+		return http.StatusNotFound, apiError{Code: nf.Code, Message: nf.Message}
+	case errors.Is(err, scheduling.ErrNotFound):
+		return http.StatusNotFound, apiError{Code: "not_found", Message: "not found"}
+	case errors.As(err, &val):
+		code := val.Code
+		if code == "" {
+			code = "validation_failed"
+		}
+		return http.StatusUnprocessableEntity, apiError{Code: code, Message: validationMessage(val), Fields: val.Fields}
+	case errors.As(err, &conf):
+		return http.StatusConflict, apiError{Code: conf.Code, Message: conf.Message}
+	case errors.As(err, &bad):
+		return http.StatusBadRequest, apiError{Code: bad.Code, Message: bad.Message}
+	case errors.As(err, &he):
+		return he.Code, apiError{Code: httpCode(he.Code), Message: httpMessage(he)}
+	}
+	return http.StatusInternalServerError, apiError{Code: "internal_error", Message: "internal server error; the request was logged with its request ID"}
+}
+
+func validationMessage(v *scheduling.ValidationError) string {
+	if len(v.Fields) == 1 {
+		for field, msg := range v.Fields {
+			return field + ": " + msg
+		}
+	}
+	return "some fields are invalid; see fields"
+}
+
+func httpCode(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusUnauthorized:
+		return "unauthorized"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusBadRequest:
+		return "bad_request"
+	case http.StatusTooManyRequests:
+		return "too_many_requests"
+	}
+	if status >= 500 {
+		return "internal_error"
+	}
+	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
+}
+
+func httpMessage(he *echo.HTTPError) string {
+	if he.Code >= 500 {
+		return "internal server error"
+	}
+	if s, ok := he.Message.(string); ok {
+		return s
+	}
+	return strings.ToLower(http.StatusText(he.Code))
+}
+
+// isAPI reports whether the request expects JSON rather than a console page.
+func isAPI(c echo.Context) bool {
+	p := c.Request().URL.Path
+	return strings.HasPrefix(p, "/waterline/api/") || strings.HasPrefix(p, "/api/") ||
+		p == "/healthz" || p == "/readyz"
+}
+
+func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		status, body := classify(err)
+		if status >= 500 {
+			logger.Error("request failed", "err", err, "path", c.Request().URL.Path,
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		}
+		var writeErr error
+		switch {
+		case c.Request().Method == http.MethodHead:
+			writeErr = c.NoContent(status)
+		case isAPI(c):
+			writeErr = c.JSON(status, map[string]apiError{"error": body})
+		default:
+			writeErr = handlers.Render(c, status, views.ErrorPage(views.ErrorView{
+				Status: status, Title: http.StatusText(status), Message: body.Message, Fields: body.Fields,
+			}))
+		}
+		if writeErr != nil {
+			logger.Error("write error response", "err", writeErr)
+		}
+	}
+}

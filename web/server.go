@@ -1,0 +1,66 @@
+// Package web assembles Tideline's HTTP server: the middleware stack, every
+// route (routes.go) and the one error handler that turns domain errors into
+// JSON or HTML responses.
+package web
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/uptrace/bun"
+)
+
+// Deps is everything the server needs; main wires it, tests build their own.
+type Deps struct {
+	DB      *bun.DB
+	Logger  *slog.Logger
+	Version string
+}
+
+// NewServer returns the configured echo instance.
+func NewServer(d Deps) *echo.Echo {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(d.Logger)
+
+	e.Use(middleware.RequestID())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			d.Logger.Error("panic in handler", "err", err, "path", c.Path(), "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(requestLogger(d.Logger))
+	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
+		XSSProtection:         "0",
+		ContentTypeNosniff:    "nosniff",
+		XFrameOptions:         "DENY",
+		ReferrerPolicy:        "same-origin",
+		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
+	}))
+	e.Use(middleware.BodyLimit("1M"))
+
+	registerRoutes(e, d)
+	return e
+}
+
+func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogURI: true, LogMethod: true, LogLatency: true, LogRequestID: true, LogError: true,
+		HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.Status >= http.StatusInternalServerError {
+				level = slog.LevelError
+			}
+			logger.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency), slog.String("request_id", v.RequestID))
+			return nil
+		},
+	})
+}
