@@ -1,0 +1,251 @@
+package scheduling
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// ErrTooManyOccurrences is returned by Between when the range holds more
+// occurrences than the caller allows; the backfill use case maps it to
+// backfill_too_large.
+var ErrTooManyOccurrences = errors.New("too many occurrences")
+
+// Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: the instants Next works
+// with. Clamping keeps interval arithmetic far from int64 overflow.
+const (
+	minUnix = -62135596800
+	maxUnix = 253402300799
+)
+
+// CompiledSpec is a validated schedule spec that computes fire times. It is
+// pure (no clock, no I/O) and safe for concurrent use.
+//
+// DST (SPEC §3), for cron expressions evaluated in the spec's timezone:
+//   - a wall time skipped by a spring-forward gap fires once, shifted later by
+//     the gap (02:30 in New York on 2026-03-08 fires at 03:30 EDT);
+//   - a wall time repeated by a fall-back fires once, at its first occurrence,
+//     unless the expression's hour field selects all 24 hours ("*", "*/1",
+//     "0-23", @hourly): such an expression follows real elapsed time and fires
+//     in both passes of the repeated hour;
+//   - cron evaluation covers years up to 2099 (cronexpr's calendar); after
+//     that a cron part never fires. Intervals have no such horizon.
+type CompiledSpec struct {
+	loc         *time.Location
+	crons       []*cronPart
+	intervals   []intervalPart
+	description string
+}
+
+// intervalPart fires at Unix epoch + offset + k·every, whole seconds.
+type intervalPart struct {
+	every, offset int64
+}
+
+// Compile validates spec and compiles it. Validation problems come back as a
+// *ValidationError whose field keys are relative to the spec
+// ("cron_expressions[0]", "intervals[1].every", "timezone"); a spec that is
+// well-formed but can never fire gets the code spec_never_fires.
+func Compile(spec models.Spec) (*CompiledSpec, error) {
+	verr := &ValidationError{Code: "validation_failed"}
+	if len(spec.CronExpressions) == 0 && len(spec.Intervals) == 0 {
+		verr.Add("cron_expressions", "add at least one cron expression or interval")
+		return nil, verr
+	}
+
+	loc, why := loadZone(spec.Timezone)
+	if why != "" {
+		verr.Add("timezone", why)
+	}
+
+	c := &CompiledSpec{loc: loc}
+	var never []string
+	for i, source := range spec.CronExpressions {
+		field := fmt.Sprintf("cron_expressions[%d]", i)
+		part, why := compileCron(source)
+		if why != "" {
+			verr.Add(field, why)
+			continue
+		}
+		if !part.firesAtAll() {
+			verr.Add(field, fmt.Sprintf("%q never fires: no calendar date matches its day-of-month, month and day-of-week fields", source))
+			never = append(never, field)
+			continue
+		}
+		c.crons = append(c.crons, part)
+	}
+	for i, iv := range spec.Intervals {
+		part, ok := compileInterval(iv, fmt.Sprintf("intervals[%d]", i), verr)
+		if ok {
+			c.intervals = append(c.intervals, part)
+		}
+	}
+	if len(verr.Fields) > 0 {
+		if len(never) == len(verr.Fields) {
+			verr.Code = "spec_never_fires"
+		}
+		return nil, verr
+	}
+	c.description = describeSpec(c, spec)
+	return c, nil
+}
+
+// loadZone resolves an IANA name; empty means UTC.
+func loadZone(name string) (*time.Location, string) {
+	switch name {
+	case "", "UTC":
+		return time.UTC, ""
+	case "Local":
+		return time.UTC, `"Local" depends on the server's settings; use an IANA name such as America/New_York`
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC, fmt.Sprintf("unknown timezone %q; use an IANA name such as America/New_York or UTC", name)
+	}
+	return loc, ""
+}
+
+func compileInterval(iv models.Interval, field string, verr *ValidationError) (intervalPart, bool) {
+	ok := true
+	every, err := parseSpecDuration(iv.Every)
+	switch {
+	case strings.TrimSpace(iv.Every) == "":
+		verr.Add(field+".every", "every is required, e.g. PT1H")
+		ok = false
+	case err != nil:
+		verr.Add(field+".every", err.Error())
+		ok = false
+	case every <= 0:
+		verr.Add(field+".every", fmt.Sprintf("%s is zero; every must be at least one second", iv.Every))
+		ok = false
+	}
+	var offset time.Duration
+	if strings.TrimSpace(iv.Offset) != "" {
+		offset, err = parseSpecDuration(iv.Offset)
+		if err != nil {
+			verr.Add(field+".offset", err.Error())
+			ok = false
+		} else if ok && offset >= every {
+			verr.Add(field+".offset", fmt.Sprintf("offset %s must be shorter than every (%s)", iv.Offset, iv.Every))
+			ok = false
+		}
+	}
+	return intervalPart{every: int64(every / time.Second), offset: int64(offset / time.Second)}, ok
+}
+
+// parseSpecDuration accepts only the ISO-8601 form SPEC §3 stores; for a human
+// form it names the ISO spelling, so the fix is obvious.
+func parseSpecDuration(s string) (time.Duration, error) {
+	text := strings.TrimSpace(s)
+	if strings.HasPrefix(text, "P") || strings.HasPrefix(text, "p") || strings.HasPrefix(text, "-") {
+		return ParseDuration(text)
+	}
+	if d, err := ParseDuration(text); err == nil {
+		return 0, fmt.Errorf("%q is not an ISO-8601 duration; write %s", s, FormatISODuration(d))
+	}
+	return 0, fmt.Errorf("%q is not an ISO-8601 duration; use fixed units such as PT30M, PT1H, P1D or P1W", s)
+}
+
+func (p intervalPart) next(after int64) int64 {
+	return p.offset + (floorDiv(after-p.offset, p.every)+1)*p.every
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// Next returns the earliest fire of any part strictly after `after`, in UTC
+// and whole seconds; false means the spec never fires again.
+func (c *CompiledSpec) Next(after time.Time) (time.Time, bool) {
+	at, ok := c.next(newZoneCursor(c.loc), after.Unix())
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(at, 0).UTC(), true
+}
+
+// next works in Unix seconds: fires are whole seconds, so "strictly after t"
+// equals "strictly after floor(t)", and the sub-second part can be dropped.
+func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
+	if after >= maxUnix {
+		return 0, false
+	}
+	after = max(after, minUnix)
+	var best int64
+	found := false
+	for _, p := range c.crons {
+		if at, ok := p.next(z, after); ok && (!found || at < best) {
+			best, found = at, true
+		}
+	}
+	for _, p := range c.intervals {
+		if at := p.next(after); !found || at < best {
+			best, found = at, true
+		}
+	}
+	return best, found
+}
+
+// Between lists the canonical occurrences in [from, to), ascending and with
+// the same instant from several parts listed once. More occurrences
+// than limit is an ErrTooManyOccurrences error, found without building the long list.
+func (c *CompiledSpec) Between(from, to time.Time, limit int) ([]time.Time, error) {
+	var out []time.Time
+	if !from.Before(to) {
+		return out, nil
+	}
+	z := newZoneCursor(c.loc)
+	// Fires are whole seconds, so the first one at or after `from` is the
+	// first one strictly after the second before ceil(from).
+	cursor := from.Unix() - 1
+	if from.Nanosecond() > 0 {
+		cursor++
+	}
+	for {
+		at, ok := c.next(z, cursor)
+		if !ok {
+			return out, nil
+		}
+		t := time.Unix(at, 0).UTC()
+		if !t.Before(to) {
+			return out, nil
+		}
+		if len(out) >= limit {
+			return nil, fmt.Errorf("list occurrences: more than %d between %s and %s: %w",
+				limit, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), ErrTooManyOccurrences)
+		}
+		out = append(out, t)
+		cursor = at
+	}
+}
+
+// Preview returns up to n canonical fire times strictly after `after`; fewer
+// when the spec stops firing.
+func (c *CompiledSpec) Preview(after time.Time, n int) []time.Time {
+	out := make([]time.Time, 0, max(n, 0))
+	z := newZoneCursor(c.loc)
+	cursor := after.Unix()
+	for len(out) < n {
+		at, ok := c.next(z, cursor)
+		if !ok {
+			break
+		}
+		out = append(out, time.Unix(at, 0).UTC())
+		cursor = at
+	}
+	return out
+}
+
+// Description is a human summary, e.g. "At 02:30 every day (America/New_York)".
+func (c *CompiledSpec) Description() string { return c.description }
+
+// Location is the zone cron expressions are evaluated in (UTC when the spec
+// names none).
+func (c *CompiledSpec) Location() *time.Location { return c.loc }
