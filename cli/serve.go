@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/migrations"
+	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/web"
 )
 
@@ -17,38 +18,43 @@ func runServe(ctx context.Context, e env, args []string) error {
 	var cfg config
 	fs := newFlagSet("serve", "tideline serve --addr 127.0.0.1:8080 --database postgres://tideline@db/tideline", e)
 	cfg.bindServer(fs, e)
+	noLoop := fs.Bool("no-loop", envOr(e, "TIDELINE_NO_LOOP", "") == "1", "do not run the scheduling loop (UI/API-only replica) (env TIDELINE_NO_LOOP=1)")
+	loopPeriod := fs.Duration("loop-period", time.Second, "how often the scheduling loop looks for due schedules")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := cfg.validate(true); err != nil {
 		return err
 	}
+	if *loopPeriod < 10*time.Millisecond {
+		return usagef("invalid --loop-period %s: want at least 10ms", *loopPeriod)
+	}
 	logger := cfg.logger(e.stderr)
 
-	db, err := database.Open(ctx, cfg.DatabaseURL)
+	a, err := openApp(ctx, &cfg, logger)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	applied, err := migrations.Apply(ctx, db)
-	if err != nil {
-		return err
-	}
-	for _, name := range applied {
-		logger.Info("applied migration", "name", name)
-	}
+	defer a.Close()
+	db := a.db
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := web.NewServer(web.Deps{DB: db, Logger: logger, Version: Version})
+	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace})
 	httpServer := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
+	}
+
+	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Logger: logger}
+	if !*noLoop {
+		loop.Start(ctx)
+		defer loop.Stop()
 	}
 
 	serveErr := make(chan error, 1)

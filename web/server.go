@@ -10,17 +10,28 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/scheduling"
 )
 
 // Deps is everything the server needs; main wires it, tests build their own.
 type Deps struct {
 	DB      *bun.DB
+	Service *scheduling.Service
 	Logger  *slog.Logger
 	Version string
+	// Namespace, when set, scopes every request to it (like
+	// WATERLINE_NAMESPACE); otherwise requests choose their namespace.
+	Namespace string
+	// Clock is where handlers read "now" (previews); SystemClock if nil.
+	Clock scheduling.Clock
 }
 
 // NewServer returns the configured echo instance.
 func NewServer(d Deps) *echo.Echo {
+	if d.Clock == nil {
+		d.Clock = scheduling.SystemClock{}
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

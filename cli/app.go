@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/migrations"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// app is what a command works with once its flags are parsed: a migrated
+// database and the service over it.
+type app struct {
+	db      *bun.DB
+	service *scheduling.Service
+	logger  *slog.Logger
+}
+
+// openApp opens and migrates the configured database and builds the service.
+func openApp(ctx context.Context, cfg *config, logger *slog.Logger) (*app, error) {
+	db, err := database.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := migrations.Apply(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	for _, name := range applied {
+		logger.Info("applied migration", "name", name)
+	}
+	svc := scheduling.New(scheduling.Config{DB: db, Logger: logger})
+	return &app{db: db, service: svc, logger: logger}, nil
+}
+
+func (a *app) Close() error { return a.db.Close() }
+
+// namespace is the namespace a CLI command acts in.
+func (c *config) namespaceOrDefault() string {
+	if c.Namespace == "" {
+		return "default"
+	}
+	return c.Namespace
+}

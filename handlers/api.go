@@ -1,0 +1,487 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// API serves the JSON API of SPEC §8. Every handler resolves the
+// namespace, decodes, calls one service method and encodes its result.
+type API struct {
+	Service *scheduling.Service
+	// Namespace, when set, is the only namespace this server serves.
+	Namespace string
+	Clock     scheduling.Clock
+}
+
+// ActorKey is the echo context key under which authentication stores the
+// caller's name, recorded in command contexts.
+const ActorKey = "tideline.actor"
+
+// commandContext describes the caller for the audit stream.
+func commandContext(c echo.Context, source, reason string) *scheduling.CommandContext {
+	cc := &scheduling.CommandContext{Source: source, Reason: reason,
+		RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
+	if actor, ok := c.Get(ActorKey).(string); ok {
+		cc.Actor = actor
+	}
+	return cc
+}
+
+func (h *API) ns(c echo.Context) (string, error) { return resolveNamespace(c, h.Namespace) }
+
+type createRequest struct {
+	ScheduleID       string            `json:"schedule_id"`
+	Spec             *models.Spec      `json:"spec"`
+	Cron             string            `json:"cron"` // shorthand for spec.cron_expressions: [cron]
+	Action           models.Action     `json:"action"`
+	OverlapPolicy    string            `json:"overlap_policy"`
+	JitterSeconds    int               `json:"jitter_seconds"`
+	MaxRuns          *int64            `json:"max_runs"`
+	Connection       *string           `json:"connection"`
+	Queue            *string           `json:"queue"`
+	Labels           map[string]string `json:"labels"`
+	Memo             map[string]string `json:"memo"`
+	SearchAttributes map[string]string `json:"search_attributes"`
+	Note             string            `json:"note"`
+	Paused           bool              `json:"paused"`
+}
+
+// CreateSchedule answers POST /schedules with 201 and the describe object.
+func (h *API) CreateSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req createRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	var spec models.Spec
+	if req.Spec != nil {
+		spec = *req.Spec
+	}
+	if req.Cron != "" {
+		spec.CronExpressions = append([]string{req.Cron}, spec.CronExpressions...)
+	}
+	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
+		Namespace: ns, ScheduleID: req.ScheduleID, Spec: spec, Action: req.Action, OverlapPolicy: req.OverlapPolicy,
+		JitterSeconds: req.JitterSeconds, MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
+		Labels: req.Labels, Memo: req.Memo, SearchAttributes: req.SearchAttributes, Note: req.Note, Paused: req.Paused,
+	}, commandContext(c, "api", ""))
+	if err != nil {
+		return err
+	}
+	d, err := h.Service.Describe(c.Request().Context(), ns, sch.ScheduleID)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, c.Echo().Reverse("api.schedule", sch.ScheduleID))
+	return c.JSON(http.StatusCreated, toDescriptionJSON(d))
+}
+
+// GetSchedule answers GET /schedules/{id}; deleted schedules are 404 here.
+func (h *API) GetSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Service.Describe(c.Request().Context(), ns, c.Param("schedule_id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toDescriptionJSON(d))
+}
+
+// ListSchedules answers GET /schedules.
+func (h *API) ListSchedules(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	if err != nil {
+		return err
+	}
+	statuses := queryList(c, "status")
+	if len(statuses) == 1 && statuses[0] == "all" {
+		statuses = []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}
+	}
+	page, err := h.Service.List(c.Request().Context(), scheduling.ListFilter{
+		Namespace: ns, Statuses: statuses, Text: c.QueryParam("q"), WorkflowType: c.QueryParam("workflow_type"),
+		Label: c.QueryParam("label"), Cursor: c.QueryParam("cursor"), Limit: int(limit),
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Schedules  []scheduleJSON `json:"schedules"`
+		NextCursor *string        `json:"next_cursor"`
+		HasMore    bool           `json:"has_more"`
+	}{Schedules: make([]scheduleJSON, 0, len(page.Schedules)), NextCursor: nilIfEmpty(page.NextCursor), HasMore: page.HasMore}
+	for i := range page.Schedules {
+		out.Schedules = append(out.Schedules, toScheduleJSON(&page.Schedules[i]))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// UpdateSchedule answers PATCH /schedules/{id}: only the given fields change.
+func (h *API) UpdateSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := decodeJSON(c, &raw, false); err != nil {
+		return err
+	}
+	in, err := parseUpdate(raw)
+	if err != nil {
+		return err
+	}
+	sch, err := h.Service.Update(c.Request().Context(), ns, c.Param("schedule_id"), in, commandContext(c, "api", ""))
+	if err != nil {
+		return err
+	}
+	d, err := h.Service.Describe(c.Request().Context(), ns, sch.ScheduleID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toDescriptionJSON(d))
+}
+
+// parseUpdate decodes a PATCH body field by field, so that an absent field
+// and an explicit null differ (null clears max_runs, connection, queue).
+func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error) {
+	var in scheduling.UpdateInput
+	for key, value := range raw {
+		var err error
+		switch key {
+		case "spec":
+			err = strictUnmarshal(value, &in.Spec)
+		case "action":
+			err = strictUnmarshal(value, &in.Action)
+		case "overlap_policy":
+			err = strictUnmarshal(value, &in.OverlapPolicy)
+		case "jitter_seconds":
+			err = strictUnmarshal(value, &in.JitterSeconds)
+		case "max_runs":
+			in.MaxRuns.Set = true
+			err = strictUnmarshal(value, &in.MaxRuns.Value)
+		case "connection":
+			in.Connection.Set = true
+			err = strictUnmarshal(value, &in.Connection.Value)
+		case "queue":
+			in.Queue.Set = true
+			err = strictUnmarshal(value, &in.Queue.Value)
+		case "labels":
+			err = strictUnmarshal(value, &in.Labels)
+		case "memo":
+			err = strictUnmarshal(value, &in.Memo)
+		case "search_attributes":
+			err = strictUnmarshal(value, &in.SearchAttributes)
+		case "note":
+			err = strictUnmarshal(value, &in.Note)
+		default:
+			return in, &BadRequestError{Code: "invalid_json", Message: "unknown field \"" + key + "\""}
+		}
+		if err != nil {
+			return in, &BadRequestError{Code: "invalid_json", Message: "field \"" + key + "\": " + describeJSONError(err)}
+		}
+	}
+	return in, nil
+}
+
+func strictUnmarshal(data []byte, dst any) error {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(dst)
+}
+
+// DeleteSchedule answers DELETE /schedules/{id} (idempotent).
+func (h *API) DeleteSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	sch, err := h.Service.Delete(c.Request().Context(), ns, c.Param("schedule_id"), commandContext(c, "api", ""))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toScheduleJSON(sch))
+}
+
+// PauseSchedule answers POST /schedules/{id}/pause {reason?}.
+func (h *API) PauseSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	sch, err := h.Service.Pause(c.Request().Context(), ns, c.Param("schedule_id"), req.Reason, commandContext(c, "api", req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toScheduleJSON(sch))
+}
+
+// ResumeSchedule answers POST /schedules/{id}/resume.
+func (h *API) ResumeSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req struct{}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	sch, err := h.Service.Resume(c.Request().Context(), ns, c.Param("schedule_id"), commandContext(c, "api", ""))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toScheduleJSON(sch))
+}
+
+// TriggerSchedule answers POST /schedules/{id}/trigger {overlap_policy?}.
+func (h *API) TriggerSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		OverlapPolicy string `json:"overlap_policy"`
+	}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	res, err := h.Service.Trigger(c.Request().Context(), ns, c.Param("schedule_id"), req.OverlapPolicy, commandContext(c, "api", ""))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, struct {
+		Outcome     string  `json:"outcome"`
+		InstanceID  *string `json:"instance_id"`
+		RunID       *string `json:"run_id"`
+		Reason      *string `json:"reason"`
+		BufferDepth int     `json:"buffer_depth"`
+	}{res.Outcome, nilIfEmpty(res.InstanceID), nilIfEmpty(res.RunID), nilIfEmpty(res.Reason), res.BufferDepth})
+}
+
+type backfillResultJSON struct {
+	OccurrenceTime jsonTime `json:"occurrence_time"`
+	InstanceID     *string  `json:"instance_id"`
+	RunID          *string  `json:"run_id"`
+	Outcome        string   `json:"outcome"`
+	Reason         *string  `json:"reason"`
+}
+
+// BackfillSchedule answers POST /schedules/{id}/backfill.
+func (h *API) BackfillSchedule(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		From          string `json:"from"`
+		To            string `json:"to"`
+		OverlapPolicy string `json:"overlap_policy"`
+		DryRun        bool   `json:"dry_run"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	v := &scheduling.ValidationError{Code: "validation_failed"}
+	from, to := parseTime(v, "from", req.From), parseTime(v, "to", req.To)
+	if err := v.OrNil(); err != nil {
+		return err
+	}
+	rep, err := h.Service.Backfill(c.Request().Context(), ns, c.Param("schedule_id"), scheduling.BackfillInput{
+		From: from, To: to, OverlapPolicy: req.OverlapPolicy, DryRun: req.DryRun, CommandContext: commandContext(c, "api", ""),
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Outcome     string               `json:"outcome"`
+		Occurrences int                  `json:"occurrences"`
+		Results     []backfillResultJSON `json:"results"`
+	}{Outcome: rep.Outcome, Occurrences: rep.Occurrences, Results: make([]backfillResultJSON, 0, len(rep.Results))}
+	for _, r := range rep.Results {
+		out.Results = append(out.Results, backfillResultJSON{OccurrenceTime: jt(r.OccurrenceTime), InstanceID: nilIfEmpty(r.InstanceID),
+			RunID: nilIfEmpty(r.RunID), Outcome: r.Outcome, Reason: nilIfEmpty(r.Reason)})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// ScheduleHistory answers GET /schedules/{id}/history (SPEC §6 read contract).
+func (h *API) ScheduleHistory(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultHistoryLimit, "invalid_limit")
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(c, "after_sequence", 0, "invalid_after_sequence")
+	if err != nil {
+		return err
+	}
+	page, err := h.Service.History(c.Request().Context(), ns, c.Param("schedule_id"), after, int(min(max(limit, 0), scheduling.MaxHistoryLimit)))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toHistoryJSON(page))
+}
+
+// ScheduleRuns answers GET /schedules/{id}/runs.
+func (h *API) ScheduleRuns(c echo.Context) error {
+	return h.listRuns(c, c.Param("schedule_id"))
+}
+
+// ListRuns answers GET /runs.
+func (h *API) ListRuns(c echo.Context) error {
+	return h.listRuns(c, c.QueryParam("schedule_id"))
+}
+
+func (h *API) listRuns(c echo.Context, scheduleID string) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	if err != nil {
+		return err
+	}
+	page, err := h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{
+		Namespace: ns, ScheduleID: scheduleID, Statuses: queryList(c, "status"), Cursor: c.QueryParam("cursor"), Limit: int(limit),
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Runs       []runJSON `json:"runs"`
+		NextCursor *string   `json:"next_cursor"`
+		HasMore    bool      `json:"has_more"`
+	}{Runs: make([]runJSON, 0, len(page.Runs)), NextCursor: nilIfEmpty(page.NextCursor), HasMore: page.HasMore}
+	for i := range page.Runs {
+		out.Runs = append(out.Runs, toRunJSON(&page.Runs[i]))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// GetRun answers GET /runs/{run_id} with the run and its history.
+func (h *API) GetRun(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Service.DescribeRun(c.Request().Context(), ns, c.Param("run_id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, struct {
+		runJSON
+		History []runEventJSON `json:"history"`
+	}{toRunJSON(d.Run), toRunEventsJSON(d.Events)})
+}
+
+// CancelRun answers POST /runs/{run_id}/cancel.
+func (h *API) CancelRun(c echo.Context) error {
+	return h.runAction(c, h.Service.CancelRun)
+}
+
+// TerminateRun answers POST /runs/{run_id}/terminate.
+func (h *API) TerminateRun(c echo.Context) error {
+	return h.runAction(c, h.Service.TerminateRun)
+}
+
+func (h *API) runAction(c echo.Context, action func(ctx context.Context, ns, runID string, cc *scheduling.CommandContext) (*models.Run, error)) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	if _, err := action(c.Request().Context(), ns, c.Param("run_id"), commandContext(c, "api", req.Reason)); err != nil {
+		return err
+	}
+	run, err := h.Service.GetRun(c.Request().Context(), ns, c.Param("run_id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toRunJSON(run))
+}
+
+// Preview answers POST /schedules/preview {spec, after?, count?}.
+func (h *API) Preview(c echo.Context) error {
+	var req struct {
+		Spec  models.Spec `json:"spec"`
+		After string      `json:"after"`
+		Count *int        `json:"count"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	v := &scheduling.ValidationError{Code: "validation_failed"}
+	after := parseTime(v, "after", req.After)
+	if after.IsZero() {
+		after = h.Clock.Now()
+	}
+	count := 10
+	if req.Count != nil {
+		count = *req.Count
+	}
+	if count < 1 || count > 100 {
+		v.Add("count", "must be between 1 and 100")
+	}
+	if err := v.OrNil(); err != nil {
+		return err
+	}
+	p, err := scheduling.PreviewSpec(req.Spec, after, count)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Description string     `json:"description"`
+		FireTimes   []jsonTime `json:"fire_times"`
+	}{Description: p.Description, FireTimes: make([]jsonTime, 0, len(p.FireTimes))}
+	for _, t := range p.FireTimes {
+		out.FireTimes = append(out.FireTimes, jt(t))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// Tick answers POST /tick {limit?}: one evaluation pass, its rows.
+func (h *API) Tick(c echo.Context) error {
+	var req struct {
+		Limit int `json:"limit"`
+	}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	if req.Limit < 0 || req.Limit > 1000 {
+		return scheduling.NewValidationError("limit", "must be between 1 and 1000")
+	}
+	rows, err := h.Service.Tick(c.Request().Context(), req.Limit)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"rows": TickRowsJSON(rows)})
+}

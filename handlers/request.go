@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// decodeJSON reads a JSON body strictly: unknown fields and trailing data
+// are 400s, like malformed JSON. An empty body decodes as {} when
+// emptyOK, so that optional bodies (trigger, resume) may be left out.
+func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body is larger than 1 MiB")
+		}
+		return &BadRequestError{Code: "bad_request", Message: "could not read the request body"}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if emptyOK {
+			return nil
+		}
+		return &BadRequestError{Code: "invalid_json", Message: "request body is empty; send a JSON object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return &BadRequestError{Code: "invalid_json", Message: describeJSONError(err)}
+	}
+	if dec.More() {
+		return &BadRequestError{Code: "invalid_json", Message: "request body has data after the JSON object"}
+	}
+	return nil
+}
+
+// describeJSONError turns decoder errors into messages a client can act on
+// without exposing Go type names.
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		}
+		return fmt.Sprintf("the body must be a JSON object, not %s", typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: unexpected end of input"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "malformed JSON"
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "int", "int64", "int32", "uint", "uint64", "float64":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "map", "struct":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	}
+	return "another type"
+}
+
+// queryInt parses an optional integer query parameter; a malformed value
+// is a validation error with the given code.
+func queryInt(c echo.Context, name string, def int64, code string) (int64, error) {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		return 0, &scheduling.ValidationError{Code: code, Fields: map[string]string{name: "must be an integer"}}
+	}
+	return n, nil
+}
+
+// parseTime accepts any RFC 3339 instant.
+func parseTime(v *scheduling.ValidationError, field, raw string) time.Time {
+	if raw == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		v.Add(field, "must be an RFC 3339 time, e.g. 2026-07-16T13:00:00Z")
+		return time.Time{}
+	}
+	return t
+}
+
+// queryList reads a comma-separated or repeated query parameter.
+func queryList(c echo.Context, name string) []string {
+	var out []string
+	for _, v := range c.QueryParams()[name] {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
+}
+
+// resolveNamespace picks the request's namespace: the server's fixed one
+// when configured, else X-Namespace, else ?namespace=, else "default".
+func resolveNamespace(c echo.Context, fixed string) (string, error) {
+	if fixed != "" {
+		return fixed, nil
+	}
+	ns := c.Request().Header.Get("X-Namespace")
+	if ns == "" {
+		ns = c.QueryParam("namespace")
+	}
+	if ns == "" {
+		return "default", nil
+	}
+	if !scheduling.ValidNamespace(ns) {
+		return "", &scheduling.ValidationError{Code: "validation_failed", Fields: map[string]string{"namespace": "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"}}
+	}
+	return ns, nil
+}

@@ -1,0 +1,137 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// Worker serves the worker protocol of SPEC §7: workers in any language
+// poll for runs, heartbeat, and report results over HTTP.
+type Worker struct {
+	Service   *scheduling.Service
+	Namespace string
+}
+
+type claimedRunJSON struct {
+	RunID               string          `json:"run_id"`
+	InstanceID          string          `json:"instance_id"`
+	WorkflowType        string          `json:"workflow_type"`
+	WorkflowClass       string          `json:"workflow_class"`
+	Input               json.RawMessage `json:"input"`
+	Attempt             int             `json:"attempt"`
+	LeaseExpiresAt      *jsonTime       `json:"lease_expires_at"`
+	RunDeadlineAt       *jsonTime       `json:"run_deadline_at"`
+	ExecutionDeadlineAt *jsonTime       `json:"execution_deadline_at"`
+}
+
+// Poll answers POST /worker/poll: claims pending runs, long-polling up to
+// wait_seconds when there are none.
+func (h *Worker) Poll(c echo.Context) error {
+	var req struct {
+		Namespace    string `json:"namespace"`
+		Connection   string `json:"connection"`
+		Queue        string `json:"queue"`
+		Limit        int    `json:"limit"`
+		LeaseSeconds int    `json:"lease_seconds"`
+		WaitSeconds  int    `json:"wait_seconds"`
+		WorkerID     string `json:"worker_id"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	ns, err := h.namespace(c, req.Namespace)
+	if err != nil {
+		return err
+	}
+	runs, err := h.Service.Poll(c.Request().Context(), scheduling.PollRequest{
+		Namespace: ns, Connection: req.Connection, Queue: req.Queue, WorkerID: req.WorkerID,
+		Limit: req.Limit, LeaseSeconds: req.LeaseSeconds, Wait: time.Duration(req.WaitSeconds) * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]claimedRunJSON, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, claimedRunJSON{RunID: r.ID, InstanceID: r.InstanceID, WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass,
+			Input: rawOrNull(r.Input), Attempt: r.Attempt, LeaseExpiresAt: jtp(r.LeaseExpiresAt), RunDeadlineAt: jtp(r.RunDeadlineAt),
+			ExecutionDeadlineAt: jtp(r.ExecutionDeadlineAt)})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"runs": out})
+}
+
+// namespace takes the body's namespace, else the request's.
+func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
+	if fromBody != "" && h.Namespace == "" {
+		if !scheduling.ValidNamespace(fromBody) {
+			return "", scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		}
+		return fromBody, nil
+	}
+	return resolveNamespace(c, h.Namespace)
+}
+
+// Heartbeat answers POST /worker/runs/{run_id}/heartbeat {namespace?, lease_seconds?}.
+func (h *Worker) Heartbeat(c echo.Context) error {
+	var req struct {
+		Namespace    string `json:"namespace"`
+		LeaseSeconds int    `json:"lease_seconds"`
+	}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	ns, err := h.namespace(c, req.Namespace)
+	if err != nil {
+		return err
+	}
+	run, err := h.Service.Heartbeat(c.Request().Context(), ns, c.Param("run_id"), req.LeaseSeconds)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"cancel_requested": run.CancelRequestedAt != nil, "lease_expires_at": jtp(run.LeaseExpiresAt)})
+}
+
+// Complete answers POST /worker/runs/{run_id}/complete {namespace?, output}.
+func (h *Worker) Complete(c echo.Context) error {
+	var req struct {
+		Namespace string          `json:"namespace"`
+		Output    json.RawMessage `json:"output"`
+	}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	ns, err := h.namespace(c, req.Namespace)
+	if err != nil {
+		return err
+	}
+	run, err := h.Service.CompleteRun(c.Request().Context(), ns, c.Param("run_id"), req.Output)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toRunJSON(run))
+}
+
+// Fail answers POST /worker/runs/{run_id}/fail {namespace?, message, type}.
+func (h *Worker) Fail(c echo.Context) error {
+	var req struct {
+		Namespace string `json:"namespace"`
+		Message   string `json:"message"`
+		Type      string `json:"type"`
+	}
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	ns, err := h.namespace(c, req.Namespace)
+	if err != nil {
+		return err
+	}
+	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), req.Message, req.Type)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toRunJSON(run))
+}

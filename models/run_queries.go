@@ -1,0 +1,169 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
+)
+
+// InsertInstance creates a workflow instance unless its (namespace,
+// instance_id) already exists; inserted is false in that case. This unique
+// key is what makes a second start of the same occurrence impossible.
+func InsertInstance(ctx context.Context, db bun.IDB, i *Instance) (inserted bool, err error) {
+	res, err := db.NewInsert().Model(i).On("CONFLICT (namespace, instance_id) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("insert instance: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("insert instance: %w", err)
+	}
+	return n == 1, nil
+}
+
+// UpdateInstance writes every column of i back to its row.
+func UpdateInstance(ctx context.Context, db bun.IDB, i *Instance) error {
+	if _, err := db.NewUpdate().Model(i).WherePK().Exec(ctx); err != nil {
+		return fmt.Errorf("update instance: %w", err)
+	}
+	return nil
+}
+
+// SetInstanceStatus mirrors a run's status onto its instance.
+func SetInstanceStatus(ctx context.Context, db bun.IDB, instanceULID, status string, run *Run) error {
+	_, err := db.NewUpdate().Model((*Instance)(nil)).
+		Set("status = ?", status).Set("updated_at = ?", run.UpdatedAt).
+		Where("id = ?", instanceULID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("update instance status: %w", err)
+	}
+	return nil
+}
+
+// InsertRun writes a new run.
+func InsertRun(ctx context.Context, db bun.IDB, r *Run) error {
+	if _, err := db.NewInsert().Model(r).Exec(ctx); err != nil {
+		return fmt.Errorf("insert run: %w", err)
+	}
+	return nil
+}
+
+// UpdateRun writes every column of r back to its row.
+func UpdateRun(ctx context.Context, db bun.IDB, r *Run) error {
+	if _, err := db.NewUpdate().Model(r).WherePK().Exec(ctx); err != nil {
+		return fmt.Errorf("update run: %w", err)
+	}
+	return nil
+}
+
+// GetRun reads a run in a namespace; sql.ErrNoRows when absent.
+func GetRun(ctx context.Context, db bun.IDB, namespace, runID string) (*Run, error) {
+	r := new(Run)
+	if err := db.NewSelect().Model(r).Where("r.namespace = ? AND r.id = ?", namespace, runID).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	return r, nil
+}
+
+// LockRun reads a run by ID and locks it until the transaction ends.
+func LockRun(ctx context.Context, tx bun.IDB, runID string) (*Run, error) {
+	r := new(Run)
+	q := database.ForUpdate(tx.NewSelect().Model(r).Where("r.id = ?", runID))
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("lock run: %w", err)
+	}
+	return r, nil
+}
+
+// InsertRunEvent appends one event to a run's history.
+func InsertRunEvent(ctx context.Context, db bun.IDB, e *RunEvent) error {
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("insert run event: %w", err)
+	}
+	return nil
+}
+
+// ListRunEvents returns a run's whole history in sequence order. Run
+// histories are short (a handful of lifecycle events), so no paging.
+func ListRunEvents(ctx context.Context, db bun.IDB, runID string) ([]RunEvent, error) {
+	var out []RunEvent
+	if err := db.NewSelect().Model(&out).Where("he.workflow_run_id = ?", runID).OrderExpr("he.sequence ASC").Limit(1000).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list run events: %w", err)
+	}
+	return out, nil
+}
+
+// RunFilter selects runs for listing, newest first.
+type RunFilter struct {
+	Namespace          string
+	WorkflowScheduleID string
+	Statuses           []string
+	BeforeID           string // keyset cursor: run ID of the last row of the previous page
+	Limit              int
+}
+
+// ListRuns returns one page of runs, newest first (run IDs are ULIDs, so ID
+// order is creation order), plus whether more follow.
+func ListRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, bool, error) {
+	var out []Run
+	q := db.NewSelect().Model(&out).Where("r.namespace = ?", f.Namespace)
+	if f.WorkflowScheduleID != "" {
+		q = q.Where("r.workflow_schedule_id = ?", f.WorkflowScheduleID)
+	}
+	if len(f.Statuses) > 0 {
+		q = q.Where("r.status IN (?)", bun.In(f.Statuses))
+	}
+	if f.BeforeID != "" {
+		q = q.Where("r.id < ?", f.BeforeID)
+	}
+	if err := q.OrderExpr("r.id DESC").Limit(int64(f.Limit + 1)).Scan(ctx); err != nil {
+		return nil, false, fmt.Errorf("list runs: %w", err)
+	}
+	more := len(out) > f.Limit
+	if more {
+		out = out[:f.Limit]
+	}
+	return out, more, nil
+}
+
+// ClaimExpiredRuns locks active runs that are past a deadline or lease, or
+// whose cancellation was requested before cancelBefore.
+func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, now, cancelBefore time.Time, limit int) ([]Run, error) {
+	var out []Run
+	q := tx.NewSelect().Model(&out).
+		Where("r.status IN (?)", bun.In(ActiveRunStatuses)).
+		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Where("r.execution_deadline_at <= ?", now).
+				WhereOr("r.run_deadline_at <= ?", now).
+				WhereOr("r.cancel_requested_at <= ?", cancelBefore).
+				WhereOr("(r.status = ? AND r.lease_expires_at <= ?)", RunRunning, now)
+		}).
+		OrderExpr("r.id ASC").Limit(int64(limit))
+	if database.IsPostgres(tx) {
+		q = q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("claim expired runs: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimPending locks up to limit pending runs of one queue, oldest first.
+// SKIP LOCKED hands concurrent pollers disjoint runs on PostgreSQL.
+func ClaimPending(ctx context.Context, tx bun.IDB, namespace, connection, queue string, limit int) ([]Run, error) {
+	var out []Run
+	q := tx.NewSelect().Model(&out).
+		Where("r.namespace = ? AND r.connection = ? AND r.queue = ? AND r.status = ?", namespace, connection, queue, RunPending).
+		OrderExpr("r.id ASC").Limit(int64(limit))
+	if database.IsPostgres(tx) {
+		q = q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("claim pending runs: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,198 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
+)
+
+// ClaimedSchedule is a schedule locked for processing together with the
+// status of its latest run, so the overlap policy needs no extra query.
+type ClaimedSchedule struct {
+	Schedule        `bun:",extend"`
+	LatestRunStatus *string `bun:"latest_run_status,scanonly"`
+}
+
+// InsertSchedule writes a new schedule row.
+func InsertSchedule(ctx context.Context, db bun.IDB, s *Schedule) error {
+	if _, err := db.NewInsert().Model(s).Exec(ctx); err != nil {
+		return fmt.Errorf("insert schedule: %w", err)
+	}
+	return nil
+}
+
+// UpdateSchedule writes every column of s back to its row.
+func UpdateSchedule(ctx context.Context, db bun.IDB, s *Schedule) error {
+	if _, err := db.NewUpdate().Model(s).WherePK().Exec(ctx); err != nil {
+		return fmt.Errorf("update schedule: %w", err)
+	}
+	return nil
+}
+
+// GetSchedule reads one schedule by its namespace and user-facing ID.
+// It returns an error matching sql.ErrNoRows when there is none.
+func GetSchedule(ctx context.Context, db bun.IDB, namespace, scheduleID string) (*Schedule, error) {
+	s := new(Schedule)
+	err := db.NewSelect().Model(s).Where("s.namespace = ? AND s.schedule_id = ?", namespace, scheduleID).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("get schedule: %w", err)
+	}
+	return s, nil
+}
+
+// LockSchedule reads a schedule and its latest run status, locking the row
+// until the transaction ends so concurrent changes serialise on it.
+func LockSchedule(ctx context.Context, tx bun.IDB, namespace, scheduleID string) (*ClaimedSchedule, error) {
+	s := new(ClaimedSchedule)
+	q := tx.NewSelect().Model(s).
+		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
+		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
+		Where("s.namespace = ? AND s.schedule_id = ?", namespace, scheduleID)
+	if database.IsPostgres(tx) {
+		q = q.For("UPDATE OF s")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("lock schedule: %w", err)
+	}
+	return s, nil
+}
+
+// ClaimDue locks up to limit active schedules whose next fire is due, oldest
+// first. On PostgreSQL rows locked by another replica are skipped, so every
+// replica claims a disjoint set; the (status, next_fire_at) index serves it.
+func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]ClaimedSchedule, error) {
+	var out []ClaimedSchedule
+	q := tx.NewSelect().Model(&out).
+		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
+		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
+		Where("s.status = ?", StatusActive).
+		Where("s.next_fire_at <= ?", now).
+		OrderExpr("s.next_fire_at ASC, s.id ASC").
+		Limit(int64(limit))
+	if database.IsPostgres(tx) {
+		q = q.For("UPDATE OF s SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("claim due schedules: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimDrainable locks up to limit active schedules that hold buffered fires
+// and whose latest run has finished (or never existed).
+func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedule, error) {
+	var out []ClaimedSchedule
+	q := tx.NewSelect().Model(&out).
+		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
+		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
+		Where("s.status = ? AND s.buffer_depth > 0", StatusActive).
+		Where("(r.id IS NULL OR r.status NOT IN (?))", bun.In(ActiveRunStatuses)).
+		OrderExpr("s.id ASC").
+		Limit(int64(limit))
+	if database.IsPostgres(tx) {
+		q = q.For("UPDATE OF s SKIP LOCKED")
+	}
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("claim drainable schedules: %w", err)
+	}
+	return out, nil
+}
+
+// ScheduleFilter selects schedules for listing. Statuses empty means all.
+type ScheduleFilter struct {
+	Namespace    string
+	Statuses     []string
+	Text         string // substring of schedule_id, workflow type or note
+	WorkflowType string
+	LabelKey     string
+	LabelValue   string
+	AfterID      string // keyset cursor: schedule_id of the last row of the previous page
+	Limit        int
+}
+
+// ListSchedules returns one page ordered by schedule_id (the unique key
+// within a namespace makes it a stable keyset), plus whether more follow.
+func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedule, bool, error) {
+	var out []Schedule
+	q := db.NewSelect().Model(&out).Where("s.namespace = ?", f.Namespace)
+	if len(f.Statuses) > 0 {
+		q = q.Where("s.status IN (?)", bun.In(f.Statuses))
+	}
+	if f.Text != "" {
+		like := "%" + escapeLike(strings.ToLower(f.Text)) + "%"
+		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+jsonText(db, "s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
+	}
+	if f.WorkflowType != "" {
+		q = q.Where(jsonText(db, "s.action", "workflow_type")+" = ?", f.WorkflowType)
+	}
+	if f.LabelKey != "" {
+		q = q.Where(jsonTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
+	}
+	if f.AfterID != "" {
+		q = q.Where("s.schedule_id > ?", f.AfterID)
+	}
+	q = q.OrderExpr("s.schedule_id ASC").Limit(int64(f.Limit + 1))
+	if err := q.Scan(ctx); err != nil {
+		return nil, false, fmt.Errorf("list schedules: %w", err)
+	}
+	more := len(out) > f.Limit
+	if more {
+		out = out[:f.Limit]
+	}
+	return out, more, nil
+}
+
+// jsonText is the dialect's expression for a top-level JSON string field.
+// key must be a constant identifier (it is interpolated).
+func jsonText(db bun.IDB, column, key string) string {
+	if database.IsPostgres(db) {
+		return column + "->>'" + key + "'"
+	}
+	return "json_extract(" + column + ", '$." + key + "')"
+}
+
+// jsonTextParam is jsonText with the key bound as the first query argument.
+func jsonTextParam(db bun.IDB, column string) string {
+	if database.IsPostgres(db) {
+		return column + "->>?"
+	}
+	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
+}
+
+func escapeLike(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s)
+}
+
+// InsertScheduleEvent appends one audit event.
+func InsertScheduleEvent(ctx context.Context, db bun.IDB, e *ScheduleEvent) error {
+	if _, err := db.NewInsert().Model(e).Exec(ctx); err != nil {
+		return fmt.Errorf("insert schedule event: %w", err)
+	}
+	return nil
+}
+
+// ListScheduleEvents returns up to limit events with sequence > after, in
+// sequence order, plus whether more follow. The unique (schedule, sequence)
+// index makes every page cost the same, however deep.
+func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, after int64, limit int) ([]ScheduleEvent, bool, error) {
+	var out []ScheduleEvent
+	err := db.NewSelect().Model(&out).
+		Where("se.workflow_schedule_id = ? AND se.sequence > ?", scheduleULID, after).
+		OrderExpr("se.sequence ASC").
+		Limit(int64(limit + 1)).
+		Scan(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("list schedule events: %w", err)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}

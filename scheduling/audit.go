@@ -1,0 +1,126 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Audit event types of SPEC §6.
+const (
+	EventScheduleCreated        = "ScheduleCreated"
+	EventSchedulePaused         = "SchedulePaused"
+	EventScheduleResumed        = "ScheduleResumed"
+	EventScheduleUpdated        = "ScheduleUpdated"
+	EventScheduleTriggered      = "ScheduleTriggered"
+	EventScheduleTriggerSkipped = "ScheduleTriggerSkipped"
+	EventScheduleDeleted        = "ScheduleDeleted"
+)
+
+// CommandContext says who asked for a change and why; it is stored in the
+// event payload as command_context.
+type CommandContext struct {
+	Source    string `json:"source,omitempty"` // ui | api | cli | scheduler | worker
+	Actor     string `json:"actor,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+func (c *CommandContext) empty() bool {
+	return c == nil || *c == CommandContext{}
+}
+
+// payloadKeys is the contract of SPEC §6: required keys, then optional ones.
+// Every key written must be listed; every required key must be present.
+var payloadKeys = map[string]struct{ required, optional []string }{
+	EventScheduleCreated:        {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}},
+	EventSchedulePaused:         {required: []string{"paused_at"}, optional: []string{"reason"}},
+	EventScheduleResumed:        {required: []string{"next_fire_at"}},
+	EventScheduleUpdated:        {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"}},
+	EventScheduleTriggered:      {required: []string{"workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy", "trigger_number", "occurrence_time"}},
+	EventScheduleTriggerSkipped: {required: []string{"reason", "skipped_trigger_count", "last_skipped_at"}},
+	EventScheduleDeleted:        {required: []string{"reason", "deleted_at"}},
+}
+
+// validatePayload enforces payloadKeys. A violation is a programming error:
+// it aborts the transaction instead of writing an event readers can't trust.
+func validatePayload(eventType string, payload map[string]any) error {
+	keys, ok := payloadKeys[eventType]
+	if !ok {
+		return fmt.Errorf("audit: unknown event type %q", eventType)
+	}
+	allowed := map[string]bool{"command_context": true}
+	for _, k := range keys.required {
+		allowed[k] = true
+		if _, present := payload[k]; !present {
+			return fmt.Errorf("audit: %s payload misses key %q", eventType, k)
+		}
+	}
+	for _, k := range keys.optional {
+		allowed[k] = true
+	}
+	var unknown []string
+	for k := range payload {
+		if !allowed[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("audit: %s payload has unknown keys %v", eventType, unknown)
+	}
+	return nil
+}
+
+// recorder appends audit events for one locked schedule inside one
+// transaction. The sequence comes from the schedule row's counter, which the
+// caller's row lock protects; the caller must save the schedule afterwards.
+type recorder struct {
+	tx  bun.IDB
+	ids *ids
+	now time.Time
+	cc  *CommandContext
+}
+
+func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType string, payload map[string]any, instanceID, runID string) error {
+	if !r.cc.empty() {
+		payload["command_context"] = r.cc
+	}
+	if err := validatePayload(eventType, payload); err != nil {
+		return err
+	}
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return fmt.Errorf("encode %s payload: %w", eventType, err)
+	}
+	s.LastSequence++
+	ev := &models.ScheduleEvent{
+		ID:                 r.ids.newAt(r.now),
+		WorkflowScheduleID: s.ID,
+		Sequence:           s.LastSequence,
+		EventType:          eventType,
+		Payload:            body,
+		RecordedAt:         r.now,
+	}
+	if instanceID != "" {
+		ev.WorkflowInstanceID = &instanceID
+	}
+	if runID != "" {
+		ev.WorkflowRunID = &runID
+	}
+	return models.InsertScheduleEvent(ctx, r.tx, ev)
+}
+
+// timeOrNil renders an optional instant for a payload.
+func timeOrNil(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return FormatTime(*t)
+}

@@ -1,0 +1,128 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+func TestBackfillStartsCanonicalOccurrencesInWindow(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		f.svc = scheduling.New(scheduling.Config{DB: db, Clock: f.clock, Rand: fixedRand(1 << 40)}) // maximal jitter
+		in := cronInput("bf", "0 */6 * * *")
+		in.JitterSeconds = 600
+		in.OverlapPolicy = scheduling.OverlapBufferOne // acts as allow_all in a backfill
+		f.create(in)
+		from := time.Date(2026, 7, 10, 0, 0, 0, 0, time.UTC)
+		to := time.Date(2026, 7, 11, 0, 0, 0, 0, time.UTC)
+
+		dry, err := f.svc.Backfill(f.ctx, "default", "bf", scheduling.BackfillInput{From: from, To: to, DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, "dry_run", dry.Outcome)
+		require.Equal(t, 4, dry.Occurrences)
+		runs, _, err := models.ListRuns(f.ctx, db, models.RunFilter{Namespace: "default", Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, runs, "a dry run starts nothing")
+		require.Len(t, f.events("bf"), 1, "a dry run records nothing")
+
+		rep, err := f.svc.Backfill(f.ctx, "default", "bf", scheduling.BackfillInput{From: from, To: to, CommandContext: &scheduling.CommandContext{Source: "cli", Actor: "bob"}})
+		require.NoError(t, err)
+		require.Equal(t, "completed", rep.Outcome)
+		var got []string
+		for _, r := range rep.Results {
+			require.Equal(t, "started", r.Outcome, r.Reason)
+			require.NotEmpty(t, r.RunID)
+			got = append(got, r.OccurrenceTime.UTC().Format(time.RFC3339)+" "+r.InstanceID)
+		}
+		require.Equal(t, []string{ // from inclusive, to exclusive, no jitter
+			"2026-07-10T00:00:00Z schedule:bf:backfill:1783641600",
+			"2026-07-10T06:00:00Z schedule:bf:backfill:1783663200",
+			"2026-07-10T12:00:00Z schedule:bf:backfill:1783684800",
+			"2026-07-10T18:00:00Z schedule:bf:backfill:1783706400",
+		}, got)
+		events := f.events("bf")
+		require.Len(t, events, 5)
+		for _, e := range events[1:] {
+			p := payload(t, e)
+			require.Equal(t, "backfilled", p["outcome"])
+			require.Equal(t, "allow_all", p["effective_overlap_policy"])
+			require.Equal(t, map[string]any{"source": "cli", "actor": "bob"}, p["command_context"])
+		}
+
+		// The same window again: every occurrence already started.
+		rep, err = f.svc.Backfill(f.ctx, "default", "bf", scheduling.BackfillInput{From: from, To: to, OverlapPolicy: "allow_all"})
+		require.NoError(t, err)
+		for _, r := range rep.Results {
+			require.Equal(t, "skipped", r.Outcome)
+			require.Equal(t, "already_started", r.Reason)
+		}
+
+		// An explicit override wins over the buffer → allow_all rule.
+		rep, err = f.svc.Backfill(f.ctx, "default", "bf", scheduling.BackfillInput{From: to, To: to.Add(12 * time.Hour), OverlapPolicy: "skip"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"skipped", "skipped"}, []string{rep.Results[0].Outcome, rep.Results[1].Outcome})
+		require.Equal(t, "overlap_policy_skip", rep.Results[0].Reason, "the previous backfill's runs are still pending")
+	})
+}
+
+func TestBackfillRespectsMaxRuns(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		in := cronInput("limited", "0 * * * *")
+		in.MaxRuns = ptr[int64](2)
+		in.OverlapPolicy = scheduling.OverlapAllowAll
+		in.Paused = true // backfill works on paused schedules
+		f.create(in)
+		rep, err := f.svc.Backfill(f.ctx, "default", "limited", scheduling.BackfillInput{
+			From: time.Date(2026, 7, 16, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 7, 16, 5, 0, 0, 0, time.UTC),
+		})
+		require.NoError(t, err)
+		require.Equal(t, "max_runs_exhausted", rep.Outcome)
+		require.Equal(t, 5, rep.Occurrences)
+		require.Len(t, rep.Results, 2, "stops when the runs are exhausted")
+		s := f.get("limited")
+		require.Equal(t, models.StatusDeleted, s.Status)
+		events := f.events("limited")
+		require.Equal(t, []string{"ScheduleCreated", "SchedulePaused", "ScheduleTriggered", "ScheduleTriggered", "ScheduleDeleted"}, eventTypes(events))
+	})
+}
+
+func TestBackfillRejectsBadWindows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.SQLite(t))
+	f.create(cronInput("minutely", "* * * * *"))
+	cases := []struct {
+		name     string
+		from, to time.Time
+		code     string
+	}{
+		{"from equals to", t0, t0, "invalid_time_range"},
+		{"from after to", t0.Add(time.Hour), t0, "invalid_time_range"},
+		{"missing from", time.Time{}, t0, "validation_failed"},
+		{"over 10,000 occurrences", t0, t0.Add(10001 * time.Minute), "backfill_too_large"},
+	}
+	for _, tc := range cases {
+		_, err := f.svc.Backfill(f.ctx, "default", "minutely", scheduling.BackfillInput{From: tc.from, To: tc.to})
+		var v *scheduling.ValidationError
+		require.ErrorAs(t, err, &v, tc.name)
+		require.Equal(t, tc.code, v.Code, tc.name)
+	}
+	rep, err := f.svc.Backfill(f.ctx, "default", "minutely", scheduling.BackfillInput{From: t0, To: t0.Add(10000 * time.Minute), DryRun: true})
+	require.NoError(t, err)
+	require.Equal(t, 10000, rep.Occurrences, "exactly 10,000 is allowed")
+	_, err = f.svc.Backfill(f.ctx, "default", "nope", scheduling.BackfillInput{From: t0, To: t0.Add(time.Hour)})
+	require.ErrorIs(t, err, scheduling.ErrNotFound)
+	require.Len(t, f.events("minutely"), 1, fmt.Sprint("rejected backfills record nothing"))
+}

@@ -1,0 +1,279 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// How a fire came about; also the ScheduleTriggered outcome and run trigger.
+const (
+	kindScheduled = "scheduled"
+	kindManual    = "manual"
+	kindDrained   = "drained"
+	kindBackfill  = "backfilled"
+)
+
+// Outcomes of one fire attempt.
+const (
+	OutcomeTriggered = "triggered"
+	OutcomeBuffered  = "buffered"
+	OutcomeSkipped   = "skipped"
+)
+
+// Skip reasons of SPEC §4.
+const (
+	SkipOverlap       = "overlap_policy_skip"
+	SkipBufferFull    = "buffer_full"
+	SkipNotTriggeable = "status_not_triggerable"
+	SkipExhausted     = "remaining_actions_exhausted"
+	SkipAlreadyStart  = "already_started"
+)
+
+// Instance IDs are deterministic so that one occurrence can start once only.
+func scheduledInstanceID(scheduleID string, nominal time.Time) string {
+	return "schedule:" + scheduleID + ":" + strconv.FormatInt(nominal.Unix(), 10)
+}
+
+func backfillInstanceID(scheduleID string, nominal time.Time) string {
+	return "schedule:" + scheduleID + ":backfill:" + strconv.FormatInt(nominal.Unix(), 10)
+}
+
+func manualInstanceID(scheduleID string, now time.Time) string {
+	return "schedule:" + scheduleID + ":manual:" + strconv.FormatInt(now.UnixMilli(), 10)
+}
+
+// fireRequest is one attempt to start the schedule's workflow.
+type fireRequest struct {
+	kind       string
+	instanceID string
+	occurrence time.Time
+	policy     string // effective overlap policy
+}
+
+// FireResult is what one attempt did.
+type FireResult struct {
+	Outcome     string // triggered | buffered | skipped
+	InstanceID  string
+	RunID       string
+	Reason      string
+	BufferDepth int
+}
+
+// fire applies the overlap policy and starts, buffers or skips. It runs in
+// the caller's transaction on a locked schedule and changes sch in memory;
+// the caller saves sch.
+func (s *Service) fire(ctx context.Context, tx bun.IDB, rec *recorder, sch *models.ClaimedSchedule, req fireRequest) (FireResult, error) {
+	if req.kind != kindBackfill && sch.Status != models.StatusActive {
+		return s.skip(ctx, rec, sch, req, SkipNotTriggeable)
+	}
+	if sch.RemainingActions != nil && *sch.RemainingActions <= 0 {
+		return s.skip(ctx, rec, sch, req, SkipExhausted)
+	}
+	running := sch.LatestRunStatus != nil && (*sch.LatestRunStatus == models.RunPending || *sch.LatestRunStatus == models.RunRunning)
+	switch req.policy {
+	case OverlapSkip:
+		if running {
+			return s.skip(ctx, rec, sch, req, SkipOverlap)
+		}
+	case OverlapBufferOne, OverlapBufferAll:
+		// A non-empty buffer also blocks, so buffered fires keep their order.
+		if req.kind != kindDrained && (running || sch.BufferDepth > 0) {
+			limit := 1
+			if req.policy == OverlapBufferAll {
+				limit = MaxBufferAll
+			}
+			if sch.BufferDepth >= limit {
+				return s.skip(ctx, rec, sch, req, SkipBufferFull)
+			}
+			return s.buffer(rec, sch, req), nil
+		}
+	case OverlapCancelOther:
+		if running {
+			if err := s.requestCancel(ctx, tx, rec.now, *sch.LatestRunID, "cancelled by overlap policy cancel_other of schedule "+sch.ScheduleID); err != nil {
+				return FireResult{}, err
+			}
+		}
+	case OverlapTerminateOther:
+		if running {
+			if err := s.terminate(ctx, tx, rec.now, *sch.LatestRunID, "terminated by overlap policy terminate_other of schedule "+sch.ScheduleID); err != nil {
+				return FireResult{}, err
+			}
+		}
+	}
+	return s.start(ctx, tx, rec, sch, req)
+}
+
+func (s *Service) skip(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, req fireRequest, reason string) (FireResult, error) {
+	sch.SkippedTriggerCount++
+	sch.LastSkipReason = &reason
+	sch.LastSkippedAt = ptrTime(rec.now)
+	s.remember(sch, models.RecentAction{Outcome: OutcomeSkipped, Reason: reason, InstanceID: req.instanceID}, req, rec.now)
+	err := rec.record(ctx, &sch.Schedule, EventScheduleTriggerSkipped, map[string]any{
+		"reason": reason, "skipped_trigger_count": sch.SkippedTriggerCount, "last_skipped_at": FormatTime(rec.now),
+	}, "", "")
+	return FireResult{Outcome: OutcomeSkipped, Reason: reason, BufferDepth: sch.BufferDepth}, err
+}
+
+// buffer parks the fire. SPEC §6 has no event type for it: the audit stream
+// records the fire when it is drained (ScheduleTriggered, outcome drained).
+func (s *Service) buffer(rec *recorder, sch *models.ClaimedSchedule, req fireRequest) FireResult {
+	kind := req.kind
+	sch.BufferedActions = append(sch.BufferedActions, models.BufferedAction{
+		InstanceID: req.instanceID, OccurrenceTime: req.occurrence, Kind: kind, BufferedAt: rec.now,
+	})
+	sch.BufferDepth = len(sch.BufferedActions)
+	s.remember(sch, models.RecentAction{Outcome: OutcomeBuffered, InstanceID: req.instanceID}, req, rec.now)
+	return FireResult{Outcome: OutcomeBuffered, InstanceID: req.instanceID, BufferDepth: sch.BufferDepth}
+}
+
+// remember keeps the last 10 actions, newest first.
+func (s *Service) remember(sch *models.ClaimedSchedule, a models.RecentAction, req fireRequest, now time.Time) {
+	a.FiredAt = now
+	a.OccurrenceTime = req.occurrence
+	a.FireLagMs = now.Sub(req.occurrence).Milliseconds()
+	list := append([]models.RecentAction{a}, sch.RecentActions...)
+	if len(list) > 10 {
+		list = list[:10]
+	}
+	sch.RecentActions = list
+}
+
+// route resolves where the run is queued: schedule → workflow type → default.
+func (s *Service) route(sch *models.Schedule) Route {
+	r := s.routing.Default
+	if byType, ok := s.routing.ByWorkflowType[sch.Action.WorkflowType]; ok {
+		if byType.Connection != "" {
+			r.Connection = byType.Connection
+		}
+		if byType.Queue != "" {
+			r.Queue = byType.Queue
+		}
+	}
+	if sch.Connection != nil {
+		r.Connection = *sch.Connection
+	}
+	if sch.Queue != nil {
+		r.Queue = *sch.Queue
+	}
+	return r
+}
+
+// start creates the instance, its first run and the run's provenance event,
+// and records ScheduleTriggered — all in the caller's transaction.
+func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *models.ClaimedSchedule, req fireRequest) (FireResult, error) {
+	now := rec.now
+	runID := s.ids.newAt(now)
+	scheduleULID, scheduleID := sch.ID, sch.ScheduleID
+	inst := &models.Instance{
+		ID: s.ids.newAt(now), Namespace: sch.Namespace, InstanceID: req.instanceID,
+		WorkflowType: sch.Action.WorkflowType, WorkflowClass: sch.Action.WorkflowClass,
+		WorkflowScheduleID: &scheduleULID, ScheduleID: &scheduleID,
+		Status: models.RunPending, LatestRunID: &runID, CreatedAt: now, UpdatedAt: now,
+	}
+	inserted, err := models.InsertInstance(ctx, tx, inst)
+	if err != nil {
+		return FireResult{}, err
+	}
+	if !inserted {
+		return s.skip(ctx, rec, sch, req, SkipAlreadyStart)
+	}
+
+	input, err := json.Marshal(sch.Action.Input)
+	if err != nil {
+		return FireResult{}, fmt.Errorf("encode input of %s: %w", sch.ScheduleID, err)
+	}
+	route := s.route(&sch.Schedule)
+	occurrence := req.occurrence
+	run := &models.Run{
+		ID: runID, Namespace: sch.Namespace, WorkflowInstanceID: inst.ID, InstanceID: req.instanceID,
+		WorkflowScheduleID: &scheduleULID, ScheduleID: &scheduleID,
+		WorkflowType: sch.Action.WorkflowType, WorkflowClass: sch.Action.WorkflowClass,
+		Input: input, Status: models.RunPending, Trigger: req.kind,
+		Connection: route.Connection, Queue: route.Queue, OccurrenceTime: &occurrence,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if t := sch.Action.ExecutionTimeoutSeconds; t != nil {
+		run.ExecutionDeadlineAt = ptrTime(now.Add(time.Duration(*t) * time.Second))
+	}
+	if t := sch.Action.RunTimeoutSeconds; t != nil {
+		run.RunDeadlineAt = ptrTime(now.Add(time.Duration(*t) * time.Second))
+	}
+
+	sch.FiresCount++
+	triggerNumber := sch.FiresCount
+	cron := ""
+	if len(sch.Spec.CronExpressions) > 0 {
+		cron = sch.Spec.CronExpressions[0]
+	}
+	ev, err := s.newRunEvent(run, now, RunEventScheduleTriggered, map[string]any{
+		"schedule_id": sch.ScheduleID, "schedule_ulid": sch.ID, "cron_expression": cron,
+		"timezone": sch.Spec.Timezone, "overlap_policy": req.policy, "trigger_number": triggerNumber,
+		"occurrence_time": FormatTime(occurrence),
+	})
+	if err != nil {
+		return FireResult{}, err
+	}
+	if err := models.InsertRun(ctx, tx, run); err != nil {
+		return FireResult{}, err
+	}
+	if err := models.InsertRunEvent(ctx, tx, ev); err != nil {
+		return FireResult{}, err
+	}
+
+	sch.LastFiredAt = ptrTime(now)
+	sch.LatestInstanceID = &inst.InstanceID
+	sch.LatestRunID = &runID
+	pending := models.RunPending
+	sch.LatestRunStatus = &pending
+	if sch.RemainingActions != nil {
+		remaining := *sch.RemainingActions - 1
+		sch.RemainingActions = &remaining
+	}
+	s.remember(sch, models.RecentAction{Outcome: req.kind, InstanceID: req.instanceID, RunID: runID}, req, now)
+	if err := rec.record(ctx, &sch.Schedule, EventScheduleTriggered, map[string]any{
+		"workflow_instance_id": req.instanceID, "workflow_run_id": runID, "outcome": req.kind,
+		"effective_overlap_policy": req.policy, "trigger_number": triggerNumber, "occurrence_time": FormatTime(occurrence),
+	}, req.instanceID, runID); err != nil {
+		return FireResult{}, err
+	}
+	if sch.RemainingActions != nil && *sch.RemainingActions <= 0 {
+		if err := s.deleteLocked(ctx, rec, &sch.Schedule, "max_runs_exhausted"); err != nil {
+			return FireResult{}, err
+		}
+	}
+	return FireResult{Outcome: OutcomeTriggered, InstanceID: req.instanceID, RunID: runID, BufferDepth: sch.BufferDepth}, nil
+}
+
+// TriggerResult is the answer to a manual trigger.
+type TriggerResult = FireResult
+
+// Trigger fires a schedule now, applying its overlap policy or the given
+// override. A paused schedule records a skip (status_not_triggerable).
+func (s *Service) Trigger(ctx context.Context, namespace, scheduleID, overridePolicy string, cc *CommandContext) (FireResult, error) {
+	if overridePolicy != "" && !validPolicy(overridePolicy) {
+		return FireResult{}, NewValidationError("overlap_policy", policyMessage())
+	}
+	var result FireResult
+	_, err := s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
+		if sch.Status == models.StatusDeleted {
+			return conflict("schedule_deleted", "schedule %q is deleted and cannot be triggered", scheduleID)
+		}
+		policy := sch.OverlapPolicy
+		if overridePolicy != "" {
+			policy = overridePolicy
+		}
+		var err error
+		result, err = s.fire(ctx, tx, rec, sch, fireRequest{
+			kind: kindManual, instanceID: manualInstanceID(sch.ScheduleID, rec.now), occurrence: rec.now, policy: policy,
+		})
+		return err
+	})
+	return result, err
+}

@@ -1,0 +1,27 @@
+package scheduling
+
+import (
+	"time"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// SpecPreview is what the create form shows while the operator types.
+type SpecPreview struct {
+	Description string
+	FireTimes   []time.Time
+}
+
+// PreviewSpec validates a spec and lists its next count canonical fire
+// times after `after`. Field errors carry the "spec." prefix, like Create's.
+func PreviewSpec(spec models.Spec, after time.Time, count int) (*SpecPreview, error) {
+	if spec.Timezone == "" {
+		spec.Timezone = "UTC"
+	}
+	v := &ValidationError{Code: "validation_failed"}
+	compiled := compileField(v, spec)
+	if err := v.OrNil(); err != nil {
+		return nil, err
+	}
+	return &SpecPreview{Description: compiled.Description(), FireTimes: compiled.Preview(after, count)}, nil
+}

@@ -1,0 +1,385 @@
+package scheduling
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Route is where a started run is queued for workers.
+type Route struct {
+	Connection string
+	Queue      string
+}
+
+// Routing resolves a run's route: the schedule's own connection/queue, then
+// the workflow type's defaults, then the global default.
+type Routing struct {
+	Default        Route
+	ByWorkflowType map[string]Route
+}
+
+// Config wires a Service. Zero values get production defaults.
+type Config struct {
+	DB      *bun.DB
+	Clock   Clock
+	Rand    Rand
+	Logger  *slog.Logger
+	Routing Routing
+	// CancelGrace is how long a run may take to honour a cancellation
+	// request before the loop marks it cancelled itself.
+	CancelGrace time.Duration
+}
+
+// Service is the one implementation of every schedule operation; the JSON
+// API, the console and the CLI all call it.
+type Service struct {
+	db          *bun.DB
+	clock       Clock
+	rand        Rand
+	logger      *slog.Logger
+	routing     Routing
+	cancelGrace time.Duration
+	ids         *ids
+	wakeups     wakeups
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, ids: newIDs()}
+	if s.clock == nil {
+		s.clock = SystemClock{}
+	}
+	if s.rand == nil {
+		s.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.routing.Default == (Route{}) {
+		s.routing.Default = Route{Connection: "default", Queue: "default"}
+	}
+	if s.cancelGrace == 0 {
+		s.cancelGrace = 60 * time.Second
+	}
+	return s
+}
+
+// DB exposes the database for health checks.
+func (s *Service) DB() *bun.DB { return s.db }
+
+func (s *Service) now() time.Time { return utcMicro(s.clock.Now()) }
+
+func scheduleNotFound(namespace, scheduleID string) error {
+	return &NotFoundError{Code: "schedule_not_found", Message: fmt.Sprintf("schedule %q not found in namespace %q", scheduleID, namespace)}
+}
+
+func conflict(code, format string, args ...any) error {
+	return &ConflictError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CreateInput is everything a new schedule may be given.
+type CreateInput struct {
+	Namespace        string
+	ScheduleID       string // generated "sch-<ulid>" when empty
+	Spec             models.Spec
+	Action           models.Action
+	OverlapPolicy    string // default skip
+	JitterSeconds    int
+	MaxRuns          *int64
+	Connection       *string
+	Queue            *string
+	Labels           map[string]string
+	Memo             map[string]string
+	SearchAttributes map[string]string
+	Note             string
+	Paused           bool
+}
+
+// Create validates and stores a schedule, recording ScheduleCreated (and
+// SchedulePaused when it starts paused).
+func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext) (*models.Schedule, error) {
+	now := s.now()
+	if in.OverlapPolicy == "" {
+		in.OverlapPolicy = OverlapSkip
+	}
+	if in.Namespace == "" {
+		in.Namespace = "default"
+	}
+	if in.ScheduleID == "" {
+		in.ScheduleID = "sch-" + strings.ToLower(s.ids.newAt(now))
+	}
+	if in.Spec.Timezone == "" {
+		in.Spec.Timezone = "UTC"
+	}
+	v := &ValidationError{Code: "validation_failed"}
+	if !ValidNamespace(in.Namespace) {
+		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+	}
+	if !ValidScheduleID(in.ScheduleID) {
+		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-'")
+	}
+	compiled := compileField(v, in.Spec)
+	validateAction(v, in.Action)
+	if !validPolicy(in.OverlapPolicy) {
+		v.Add("overlap_policy", policyMessage())
+	}
+	validateJitter(v, in.JitterSeconds)
+	validateMaxRuns(v, in.MaxRuns)
+	validateRoute(v, "connection", in.Connection)
+	validateRoute(v, "queue", in.Queue)
+	validateStringMap(v, "labels", in.Labels)
+	validateStringMap(v, "search_attributes", in.SearchAttributes)
+	validateMemo(v, in.Memo)
+	validateNote(v, in.Note)
+	if err := v.OrNil(); err != nil {
+		return nil, err
+	}
+
+	sch := &models.Schedule{
+		ID:               s.ids.newAt(now),
+		Namespace:        in.Namespace,
+		ScheduleID:       in.ScheduleID,
+		Status:           models.StatusActive,
+		Spec:             normalizeSpec(in.Spec),
+		Action:           in.Action,
+		OverlapPolicy:    in.OverlapPolicy,
+		JitterSeconds:    in.JitterSeconds,
+		MaxRuns:          in.MaxRuns,
+		RemainingActions: in.MaxRuns,
+		Connection:       in.Connection,
+		Queue:            in.Queue,
+		Labels:           nonNilMap(in.Labels),
+		Memo:             nonNilMap(in.Memo),
+		SearchAttributes: nonNilMap(in.SearchAttributes),
+		Note:             in.Note,
+		BufferedActions:  []models.BufferedAction{},
+		RecentActions:    []models.RecentAction{},
+		CreatedAt:        now,
+		UpdatedAt:        now,
+	}
+	s.scheduleNext(sch, compiled, now)
+	if sch.NextFireAt == nil {
+		return nil, &ValidationError{Code: "spec_never_fires", Fields: map[string]string{"spec": "has no future fire time"}}
+	}
+
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := models.GetSchedule(ctx, tx, sch.Namespace, sch.ScheduleID); err == nil {
+			return conflict("schedule_already_exists", "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err := models.InsertSchedule(ctx, tx, sch); err != nil {
+			if isUniqueViolation(err) {
+				return conflict("schedule_already_exists", "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
+			}
+			return err
+		}
+		rec := &recorder{tx: tx, ids: s.ids, now: now, cc: cc}
+		if err := rec.record(ctx, sch, EventScheduleCreated, map[string]any{
+			"spec": sch.Spec, "action": sch.Action, "overlap_policy": sch.OverlapPolicy, "next_fire_at": timeOrNil(sch.NextFireAt),
+		}, "", ""); err != nil {
+			return err
+		}
+		if in.Paused {
+			if err := s.pauseLocked(ctx, rec, sch, ""); err != nil {
+				return err
+			}
+		}
+		return models.UpdateSchedule(ctx, tx, sch)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sch, nil
+}
+
+// normalizeSpec stores empty lists as [] rather than null.
+func normalizeSpec(spec models.Spec) models.Spec {
+	if spec.CronExpressions == nil {
+		spec.CronExpressions = []string{}
+	}
+	if spec.Intervals == nil {
+		spec.Intervals = []models.Interval{}
+	}
+	return spec
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func isUniqueViolation(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "23505") || strings.Contains(msg, "UNIQUE constraint failed")
+}
+
+// scheduleNext computes the next canonical fire strictly after `after` and
+// its jittered fire time; both become nil when the spec never fires again.
+func (s *Service) scheduleNext(sch *models.Schedule, compiled *CompiledSpec, after time.Time) {
+	sch.NextNominalAt, sch.NextFireAt = nil, nil
+	if compiled == nil {
+		return
+	}
+	nominal, ok := compiled.Next(after)
+	if !ok {
+		return
+	}
+	nominal = utcMicro(nominal)
+	fire := nominal.Add(Jitter(s.rand, sch.JitterSeconds))
+	sch.NextNominalAt, sch.NextFireAt = &nominal, &fire
+}
+
+// errUnchanged tells mutate that fn changed nothing: no write, no error.
+var errUnchanged = errors.New("unchanged")
+
+// mutate runs fn on one locked schedule in a transaction and saves it. It
+// is the skeleton of every single-schedule change.
+func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *CommandContext,
+	fn func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error) (*models.Schedule, error) {
+	var out *models.Schedule
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		sch, err := models.LockSchedule(ctx, tx, namespace, scheduleID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return scheduleNotFound(namespace, scheduleID)
+		}
+		if err != nil {
+			return err
+		}
+		rec := &recorder{tx: tx, ids: s.ids, now: s.now(), cc: cc}
+		err = fn(ctx, tx, rec, sch)
+		out = &sch.Schedule
+		if errors.Is(err, errUnchanged) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sch.UpdatedAt = rec.now
+		return models.UpdateSchedule(ctx, tx, &sch.Schedule)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.wakeups.broadcast() // a trigger or backfill may have started runs
+	return out, nil
+}
+
+// Pause stops a schedule from firing; the reason is kept as its note.
+func (s *Service) Pause(ctx context.Context, namespace, scheduleID, reason string, cc *CommandContext) (*models.Schedule, error) {
+	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
+		switch sch.Status {
+		case models.StatusDeleted:
+			return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+		case models.StatusPaused:
+			return conflict("schedule_not_active", "schedule %q is already paused", scheduleID)
+		}
+		return s.pauseLocked(ctx, rec, &sch.Schedule, reason)
+	})
+}
+
+func (s *Service) pauseLocked(ctx context.Context, rec *recorder, sch *models.Schedule, reason string) error {
+	sch.Status = models.StatusPaused
+	sch.PausedAt = ptrTime(rec.now)
+	payload := map[string]any{"paused_at": FormatTime(rec.now)}
+	if reason != "" {
+		sch.Note = reason
+		payload["reason"] = reason
+	}
+	return rec.record(ctx, sch, EventSchedulePaused, payload, "", "")
+}
+
+// Resume restarts a paused schedule from now: occurrences missed while it
+// was paused are not caught up (use Backfill for that).
+func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *CommandContext) (*models.Schedule, error) {
+	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
+		switch sch.Status {
+		case models.StatusDeleted:
+			return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+		case models.StatusActive:
+			return conflict("schedule_not_paused", "schedule %q is not paused", scheduleID)
+		}
+		compiled, err := Compile(sch.Spec)
+		if err != nil {
+			return fmt.Errorf("compile stored spec of %s: %w", scheduleID, err)
+		}
+		sch.Status = models.StatusActive
+		sch.PausedAt = nil
+		s.scheduleNext(&sch.Schedule, compiled, rec.now)
+		return rec.record(ctx, &sch.Schedule, EventScheduleResumed, map[string]any{"next_fire_at": timeOrNil(sch.NextFireAt)}, "", "")
+	})
+}
+
+// Delete soft-deletes a schedule. Deleting a deleted schedule changes
+// nothing and records nothing.
+func (s *Service) Delete(ctx context.Context, namespace, scheduleID string, cc *CommandContext) (*models.Schedule, error) {
+	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
+		if sch.Status == models.StatusDeleted {
+			return errUnchanged
+		}
+		return s.deleteLocked(ctx, rec, &sch.Schedule, "deleted")
+	})
+}
+
+func (s *Service) deleteLocked(ctx context.Context, rec *recorder, sch *models.Schedule, reason string) error {
+	sch.Status = models.StatusDeleted
+	sch.DeletedAt = ptrTime(rec.now)
+	sch.NextFireAt, sch.NextNominalAt = nil, nil
+	sch.BufferedActions = []models.BufferedAction{}
+	sch.BufferDepth = 0
+	return rec.record(ctx, sch, EventScheduleDeleted, map[string]any{"reason": reason, "deleted_at": FormatTime(rec.now)}, "", "")
+}
+
+// Get returns a schedule in any status, including deleted ones.
+func (s *Service) Get(ctx context.Context, namespace, scheduleID string) (*models.Schedule, error) {
+	sch, err := models.GetSchedule(ctx, s.db, namespace, scheduleID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, scheduleNotFound(namespace, scheduleID)
+	}
+	return sch, err
+}
+
+// Description is a schedule with what operators want to know about it.
+type Description struct {
+	Schedule        *models.Schedule
+	FutureFireTimes []time.Time // next 5 canonical fire times
+	SpecDescription string
+}
+
+// Describe returns a live (not deleted) schedule with its next fire times.
+func (s *Service) Describe(ctx context.Context, namespace, scheduleID string) (*Description, error) {
+	sch, err := s.Get(ctx, namespace, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	if sch.Status == models.StatusDeleted {
+		return nil, scheduleNotFound(namespace, scheduleID)
+	}
+	return s.describe(sch), nil
+}
+
+func (s *Service) describe(sch *models.Schedule) *Description {
+	d := &Description{Schedule: sch, FutureFireTimes: []time.Time{}}
+	compiled, err := Compile(sch.Spec)
+	if err != nil {
+		d.SpecDescription = "invalid spec: " + err.Error()
+		return d
+	}
+	d.SpecDescription = compiled.Description()
+	if sch.Status != models.StatusDeleted {
+		d.FutureFireTimes = compiled.Preview(s.now(), 5)
+	}
+	return d
+}

@@ -1,0 +1,210 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Tick outcomes besides the fire outcomes.
+const (
+	OutcomeDrained = "drained"
+	OutcomeFailed  = "failed"
+)
+
+// TickRow reports what one tick did to one schedule.
+type TickRow struct {
+	ScheduleID     string     `json:"schedule_id"`
+	Namespace      string     `json:"namespace"`
+	Outcome        string     `json:"outcome"` // triggered | buffered | skipped | drained | failed
+	InstanceID     string     `json:"instance_id,omitempty"`
+	RunID          string     `json:"run_id,omitempty"`
+	Reason         string     `json:"reason,omitempty"`
+	OccurrenceTime *time.Time `json:"occurrence_time,omitempty"`
+	LastFiredAt    *time.Time `json:"last_fired_at,omitempty"`
+	NextFireAt     *time.Time `json:"next_fire_at,omitempty"`
+}
+
+// DefaultTickLimit is how many schedules one tick phase claims at most.
+const DefaultTickLimit = 100
+
+// Tick is one evaluation pass: phase 1 drains one buffered fire per
+// schedule whose run has finished; phase 2 fires every due active schedule,
+// oldest first. Each phase is one transaction over its claimed batch (one
+// commit per batch is what makes thousands of fires per second possible);
+// a savepoint per schedule keeps one bad schedule from failing the batch.
+func (s *Service) Tick(ctx context.Context, limit int) ([]TickRow, error) {
+	if limit <= 0 {
+		limit = DefaultTickLimit
+	}
+	drained, err := s.drain(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	fired, err := s.fireDue(ctx, limit)
+	if err != nil {
+		return drained, err
+	}
+	return append(drained, fired...), nil
+}
+
+// eachClaimed runs process for every claimed schedule under a savepoint.
+// When process fails, its changes are rolled back and onError records the
+// failure instead, so the schedule is still moved on.
+func (s *Service) eachClaimed(ctx context.Context, claim func(tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error),
+	process func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error),
+	onError func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error)) ([]TickRow, error) {
+	var rows []TickRow
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		rows = rows[:0]
+		now := s.now()
+		claimed, err := claim(tx, now)
+		if err != nil {
+			return err
+		}
+		rec := &recorder{tx: tx, ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+		for i := range claimed {
+			original := cloneClaimed(claimed[i])
+			row, err := savepoint(ctx, tx, func() (TickRow, error) { return process(ctx, tx, rec, &claimed[i]) })
+			if err != nil {
+				s.logger.Error("schedule fire failed", "namespace", original.Namespace, "schedule_id", original.ScheduleID, "err", err)
+				row, err = savepoint(ctx, tx, func() (TickRow, error) { return onError(ctx, tx, rec, &original, err) })
+				if err != nil {
+					// Even bookkeeping failed: leave the row for the next tick.
+					s.logger.Error("record fire failure", "schedule_id", original.ScheduleID, "err", err)
+					continue
+				}
+			}
+			rows = append(rows, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 {
+		s.wakeups.broadcast() // long-polling workers: new runs are committed
+	}
+	return rows, nil
+}
+
+// savepoint runs fn so that its statements can be undone alone.
+func savepoint(ctx context.Context, tx bun.Tx, fn func() (TickRow, error)) (TickRow, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT tideline_fire"); err != nil {
+		return TickRow{}, fmt.Errorf("savepoint: %w", err)
+	}
+	row, err := fn()
+	if err != nil {
+		if _, rbErr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT tideline_fire"); rbErr != nil {
+			return TickRow{}, fmt.Errorf("rollback to savepoint after %v: %w", err, rbErr)
+		}
+		return TickRow{}, err
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT tideline_fire"); err != nil {
+		return TickRow{}, fmt.Errorf("release savepoint: %w", err)
+	}
+	return row, nil
+}
+
+// cloneClaimed copies what processing mutates, so a failed attempt can be
+// retried from the state that is still in the database.
+func cloneClaimed(c models.ClaimedSchedule) models.ClaimedSchedule {
+	c.BufferedActions = append([]models.BufferedAction(nil), c.BufferedActions...)
+	c.RecentActions = append([]models.RecentAction(nil), c.RecentActions...)
+	return c
+}
+
+func (s *Service) drain(ctx context.Context, limit int) ([]TickRow, error) {
+	return s.eachClaimed(ctx,
+		func(tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) { return models.ClaimDrainable(ctx, tx, limit) },
+		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
+			next := sch.BufferedActions[0]
+			sch.BufferedActions = sch.BufferedActions[1:]
+			sch.BufferDepth = len(sch.BufferedActions)
+			res, err := s.fire(ctx, tx, rec, sch, fireRequest{
+				kind: kindDrained, instanceID: next.InstanceID, occurrence: next.OccurrenceTime, policy: sch.OverlapPolicy,
+			})
+			if err != nil {
+				return TickRow{}, err
+			}
+			return s.saveRow(ctx, tx, rec, sch, res, next.OccurrenceTime, OutcomeDrained)
+		},
+		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
+			// Drop the fire that cannot start, so the buffer keeps moving.
+			dropped := sch.BufferedActions[0]
+			sch.BufferedActions = sch.BufferedActions[1:]
+			sch.BufferDepth = len(sch.BufferedActions)
+			return s.failRow(ctx, tx, rec, sch, dropped.OccurrenceTime, cause)
+		})
+}
+
+func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
+	return s.eachClaimed(ctx,
+		func(tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error) { return models.ClaimDue(ctx, tx, now, limit) },
+		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
+			compiled, err := Compile(sch.Spec)
+			if err != nil {
+				return TickRow{}, fmt.Errorf("compile stored spec: %w", err)
+			}
+			occurrence := sch.NextFireAt.UTC()
+			nominal := occurrence
+			if sch.NextNominalAt != nil {
+				nominal = sch.NextNominalAt.UTC()
+			}
+			res, err := s.fire(ctx, tx, rec, sch, fireRequest{
+				kind: kindScheduled, instanceID: scheduledInstanceID(sch.ScheduleID, nominal), occurrence: occurrence, policy: sch.OverlapPolicy,
+			})
+			if err != nil {
+				return TickRow{}, err
+			}
+			// Missed-fire policy: one fire for the overdue occurrence, then
+			// continue from now (backfill covers the ones in between).
+			if sch.Status == models.StatusActive {
+				s.scheduleNext(&sch.Schedule, compiled, rec.now)
+			}
+			return s.saveRow(ctx, tx, rec, sch, res, occurrence, "")
+		},
+		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
+			occurrence := sch.NextFireAt.UTC()
+			compiled, err := Compile(sch.Spec)
+			if err != nil {
+				compiled = nil // a spec that no longer compiles never fires again
+			}
+			s.scheduleNext(&sch.Schedule, compiled, rec.now)
+			return s.failRow(ctx, tx, rec, sch, occurrence, cause)
+		})
+}
+
+// saveRow writes the schedule and reports the fire. outcome overrides the
+// fire's outcome when it started a run (drained fires report "drained").
+func (s *Service) saveRow(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, res FireResult, occurrence time.Time, startedOutcome string) (TickRow, error) {
+	sch.UpdatedAt = rec.now
+	if err := models.UpdateSchedule(ctx, tx, &sch.Schedule); err != nil {
+		return TickRow{}, err
+	}
+	outcome := res.Outcome
+	if outcome == OutcomeTriggered && startedOutcome != "" {
+		outcome = startedOutcome
+	}
+	return TickRow{
+		ScheduleID: sch.ScheduleID, Namespace: sch.Namespace, Outcome: outcome,
+		InstanceID: res.InstanceID, RunID: res.RunID, Reason: res.Reason,
+		OccurrenceTime: ptrTime(occurrence), LastFiredAt: sch.LastFiredAt, NextFireAt: sch.NextFireAt,
+	}, nil
+}
+
+func (s *Service) failRow(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, occurrence time.Time, _ error) (TickRow, error) {
+	sch.FailuresCount++
+	sch.UpdatedAt = rec.now
+	if err := models.UpdateSchedule(ctx, tx, &sch.Schedule); err != nil {
+		return TickRow{}, err
+	}
+	return TickRow{
+		ScheduleID: sch.ScheduleID, Namespace: sch.Namespace, Outcome: OutcomeFailed, Reason: "fire_failed", // the cause is logged, not shown: it may hold SQL
+		OccurrenceTime: ptrTime(occurrence), LastFiredAt: sch.LastFiredAt, NextFireAt: sch.NextFireAt,
+	}, nil
+}

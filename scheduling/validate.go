@@ -1,0 +1,147 @@
+package scheduling
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Overlap policies of SPEC §5.
+const (
+	OverlapSkip           = "skip"
+	OverlapBufferOne      = "buffer_one"
+	OverlapBufferAll      = "buffer_all"
+	OverlapAllowAll       = "allow_all"
+	OverlapCancelOther    = "cancel_other"
+	OverlapTerminateOther = "terminate_other"
+)
+
+// OverlapPolicies lists every policy in the order the console offers them.
+var OverlapPolicies = []string{OverlapSkip, OverlapBufferOne, OverlapBufferAll, OverlapAllowAll, OverlapCancelOther, OverlapTerminateOther}
+
+// Limits on user input. They keep one schedule row small enough that
+// listing and locking stay cheap.
+const (
+	MaxJitterSeconds = 3600
+	MaxMemoBytes     = 64 << 10
+	MaxLabels        = 64
+	MaxNoteLength    = 4096
+	MaxNameLength    = 255
+	MaxBufferAll     = 1000
+)
+
+var (
+	scheduleIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,200}$`)
+	namespacePattern  = regexp.MustCompile(`^[a-z0-9._-]{1,128}$`)
+	labelKeyPattern   = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,63}$`)
+)
+
+// ValidNamespace reports whether name follows SPEC §1's namespace rule.
+func ValidNamespace(name string) bool { return namespacePattern.MatchString(name) }
+
+// ValidScheduleID reports whether id follows SPEC §2's schedule ID rule.
+func ValidScheduleID(id string) bool { return scheduleIDPattern.MatchString(id) }
+
+func validPolicy(p string) bool {
+	for _, known := range OverlapPolicies {
+		if p == known {
+			return true
+		}
+	}
+	return false
+}
+
+func policyMessage() string {
+	return "must be one of skip, buffer_one, buffer_all, allow_all, cancel_other, terminate_other"
+}
+
+func validateAction(v *ValidationError, a models.Action) {
+	switch {
+	case a.WorkflowType == "":
+		v.Add("action.workflow_type", "is required: the workflow type to start")
+	case utf8.RuneCountInString(a.WorkflowType) > MaxNameLength:
+		v.Add("action.workflow_type", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+	if utf8.RuneCountInString(a.WorkflowClass) > MaxNameLength {
+		v.Add("action.workflow_class", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+	if a.ExecutionTimeoutSeconds != nil && *a.ExecutionTimeoutSeconds <= 0 {
+		v.Add("action.execution_timeout_seconds", "must be a positive number of seconds, or null")
+	}
+	if a.RunTimeoutSeconds != nil && *a.RunTimeoutSeconds <= 0 {
+		v.Add("action.run_timeout_seconds", "must be a positive number of seconds, or null")
+	}
+}
+
+func validateRoute(v *ValidationError, field string, value *string) {
+	if value == nil {
+		return
+	}
+	if *value == "" {
+		v.Add(field, "must not be empty; use null for the default")
+	} else if utf8.RuneCountInString(*value) > MaxNameLength {
+		v.Add(field, fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+}
+
+func validateStringMap(v *ValidationError, field string, m map[string]string) {
+	if len(m) > MaxLabels {
+		v.Add(field, fmt.Sprintf("must have at most %d entries", MaxLabels))
+		return
+	}
+	for k, val := range m {
+		if !labelKeyPattern.MatchString(k) {
+			v.Add(field, fmt.Sprintf("key %q must be 1-63 characters of letters, digits, '.', '_', '/' or '-'", k))
+			return
+		}
+		if utf8.RuneCountInString(val) > MaxNameLength {
+			v.Add(field, fmt.Sprintf("value of %q must be at most %d characters", k, MaxNameLength))
+			return
+		}
+	}
+}
+
+func validateMemo(v *ValidationError, memo map[string]string) {
+	body, _ := json.Marshal(memo) // a map of strings always encodes
+	if len(body) > MaxMemoBytes {
+		v.Add("memo", fmt.Sprintf("must be at most 64 KiB when encoded (is %d bytes)", len(body)))
+	}
+}
+
+func validateJitter(v *ValidationError, j int) {
+	if j < 0 || j > MaxJitterSeconds {
+		v.Add("jitter_seconds", fmt.Sprintf("must be between 0 and %d", MaxJitterSeconds))
+	}
+}
+
+func validateMaxRuns(v *ValidationError, m *int64) {
+	if m != nil && *m < 1 {
+		v.Add("max_runs", "must be at least 1, or null for no limit")
+	}
+}
+
+func validateNote(v *ValidationError, note string) {
+	if utf8.RuneCountInString(note) > MaxNoteLength {
+		v.Add("note", fmt.Sprintf("must be at most %d characters", MaxNoteLength))
+	}
+}
+
+// compileField compiles spec and files its errors under "spec.".
+func compileField(v *ValidationError, spec models.Spec) *CompiledSpec {
+	compiled, err := Compile(spec)
+	if err != nil {
+		if ve, ok := err.(*ValidationError); ok {
+			v.Merge("spec.", ve)
+			if ve.Code != "" && ve.Code != "validation_failed" {
+				v.Code = ve.Code
+			}
+		} else {
+			v.Add("spec", err.Error())
+		}
+		return nil
+	}
+	return compiled
+}

@@ -1,0 +1,256 @@
+package scheduling
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Worker protocol limits.
+const (
+	DefaultLeaseSeconds = 30
+	MaxLeaseSeconds     = 3600
+	MaxPollLimit        = 100
+	MaxPollWait         = 30 * time.Second
+)
+
+// PollRequest asks for pending runs of one queue.
+type PollRequest struct {
+	Namespace    string
+	Connection   string
+	Queue        string
+	WorkerID     string
+	Limit        int
+	LeaseSeconds int
+	Wait         time.Duration // long-poll: how long to wait when nothing is pending
+}
+
+func (r *PollRequest) validate() error {
+	v := &ValidationError{Code: "validation_failed"}
+	if r.Connection == "" {
+		r.Connection = "default"
+	}
+	if r.Queue == "" {
+		r.Queue = "default"
+	}
+	if r.Limit == 0 {
+		r.Limit = 1
+	}
+	if r.LeaseSeconds == 0 {
+		r.LeaseSeconds = DefaultLeaseSeconds
+	}
+	if r.Limit < 1 || r.Limit > MaxPollLimit {
+		v.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxPollLimit))
+	}
+	if r.LeaseSeconds < 1 || r.LeaseSeconds > MaxLeaseSeconds {
+		v.Add("lease_seconds", fmt.Sprintf("must be between 1 and %d", MaxLeaseSeconds))
+	}
+	if r.Wait < 0 || r.Wait > MaxPollWait {
+		v.Add("wait_seconds", "must be between 0 and 30")
+	}
+	if len(r.WorkerID) > MaxNameLength {
+		v.Add("worker_id", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+	return v.OrNil()
+}
+
+// Poll claims pending runs atomically: each becomes running, leased to the
+// worker until LeaseExpiresAt. With Wait set it long-polls: it re-checks when
+// this process starts a run, and at least every half second for runs started
+// by other replicas, until Wait passes or ctx ends.
+func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, error) {
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if req.Wait > 0 {
+		timer := time.NewTimer(req.Wait)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	for {
+		wake := s.wakeups.channel()
+		runs, err := s.claim(ctx, req)
+		if err != nil || len(runs) > 0 || deadline == nil {
+			return runs, err
+		}
+		recheck := time.NewTimer(500 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			recheck.Stop()
+			return []models.Run{}, nil
+		case <-deadline:
+			recheck.Stop()
+			return []models.Run{}, nil
+		case <-wake:
+		case <-recheck.C:
+		}
+		recheck.Stop()
+	}
+}
+
+func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, error) {
+	var claimed []models.Run
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		now := s.now()
+		runs, err := models.ClaimPending(ctx, tx, req.Namespace, req.Connection, req.Queue, req.Limit)
+		if err != nil {
+			return err
+		}
+		for i := range runs {
+			run := &runs[i]
+			run.Status = models.RunRunning
+			run.Attempt++
+			run.StartedAt = ptrTime(now)
+			run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(req.LeaseSeconds) * time.Second))
+			if req.WorkerID != "" {
+				run.WorkerID = &req.WorkerID
+			}
+			if err := s.transition(ctx, tx, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
+				return err
+			}
+		}
+		claimed = runs
+		return nil
+	})
+	if claimed == nil {
+		claimed = []models.Run{}
+	}
+	return claimed, err
+}
+
+// wakeups lets long-polling workers in this process hear about new runs.
+type wakeups struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (w *wakeups) channel() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(chan struct{})
+	}
+	return w.ch
+}
+
+// broadcast wakes every waiter once.
+func (w *wakeups) broadcast() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
+// lockActiveRun locks a run of the namespace for a worker or operator
+// action; finished runs are a conflict.
+func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runID string) (*models.Run, error) {
+	run, err := models.LockRun(ctx, tx, runID)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && run.Namespace != namespace) {
+		return nil, runNotFound(namespace, runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !run.Active() {
+		return nil, conflict("run_not_running", "run %q is %s", runID, run.Status)
+	}
+	return run, nil
+}
+
+// runChange runs fn on one locked run in a transaction.
+func (s *Service) runChange(ctx context.Context, namespace, runID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error) (*models.Run, error) {
+	var out *models.Run
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		run, err := s.lockActiveRun(ctx, tx, namespace, runID)
+		if err != nil {
+			return err
+		}
+		if requireRunning && run.Status != models.RunRunning {
+			return conflict("run_not_running", "run %q is %s, not running", runID, run.Status)
+		}
+		out = run
+		return fn(ctx, tx, run, s.now())
+	})
+	return out, err
+}
+
+// Heartbeat extends a running run's lease and tells the worker whether an
+// operator (or an overlap policy) asked it to stop.
+func (s *Service) Heartbeat(ctx context.Context, namespace, runID string, leaseSeconds int) (*models.Run, error) {
+	if leaseSeconds == 0 {
+		leaseSeconds = DefaultLeaseSeconds
+	}
+	if leaseSeconds < 1 || leaseSeconds > MaxLeaseSeconds {
+		return nil, NewValidationError("lease_seconds", fmt.Sprintf("must be between 1 and %d", MaxLeaseSeconds))
+	}
+	return s.runChange(ctx, namespace, runID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+		run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(leaseSeconds) * time.Second))
+		run.UpdatedAt = now
+		return models.UpdateRun(ctx, tx, run)
+	})
+}
+
+// CompleteRun records a run's successful result.
+func (s *Service) CompleteRun(ctx context.Context, namespace, runID string, output json.RawMessage) (*models.Run, error) {
+	if len(output) > 0 && !json.Valid(output) {
+		return nil, NewValidationError("output", "must be valid JSON")
+	}
+	return s.runChange(ctx, namespace, runID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+		run.Output = output
+		return s.finish(ctx, tx, run, now, models.RunCompleted, RunEventCompleted, map[string]any{})
+	})
+}
+
+// FailRun records a run's failure. A worker that stops because it was asked
+// to cancel reports type "cancelled"; the run then ends cancelled.
+func (s *Service) FailRun(ctx context.Context, namespace, runID, message, failureType string) (*models.Run, error) {
+	if message == "" {
+		return nil, NewValidationError("message", "is required")
+	}
+	return s.runChange(ctx, namespace, runID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+		if failureType == "cancelled" && run.CancelRequestedAt != nil {
+			return s.finish(ctx, tx, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": message})
+		}
+		run.FailureMessage, run.FailureType = &message, &failureType
+		return s.finish(ctx, tx, run, now, models.RunFailed, RunEventFailed, map[string]any{"message": message, "type": failureType})
+	})
+}
+
+// CancelRun asks a run to stop gracefully (a pending run is cancelled at once).
+func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
+	return s.runChange(ctx, namespace, runID, false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+		if run.CancelRequestedAt != nil {
+			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
+		}
+		return s.requestCancel(ctx, tx, now, run.ID, operatorReason("cancel", cc))
+	})
+}
+
+// TerminateRun stops a run at once.
+func (s *Service) TerminateRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
+	return s.runChange(ctx, namespace, runID, false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+		return s.terminate(ctx, tx, now, run.ID, operatorReason("terminate", cc))
+	})
+}
+
+func operatorReason(action string, cc *CommandContext) string {
+	reason := action + " requested"
+	if cc != nil && cc.Actor != "" {
+		reason += " by " + cc.Actor
+	}
+	if cc != nil && cc.Reason != "" {
+		reason += ": " + cc.Reason
+	}
+	return reason
+}
