@@ -44,6 +44,8 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		g.POST("/tick", api.Tick)
 	}
 
+	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
+
 	worker := &handlers.Worker{Service: d.Service, Namespace: d.Namespace}
 	for _, prefix := range []string{"/waterline/api/v2/worker", "/api/v2/worker"} {
 		g := e.Group(prefix)
