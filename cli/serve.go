@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/web"
@@ -42,7 +43,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace})
+	m := metrics.New(db)
+	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m})
 	httpServer := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -51,7 +53,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		IdleTimeout:       120 * time.Second,
 	}
 
-	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Logger: logger}
+	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Logger: logger, OnPass: m.ObservePass}
 	if !*noLoop {
 		loop.Start(ctx)
 		defer loop.Stop()

@@ -167,3 +167,21 @@ func ClaimPending(ctx context.Context, tx bun.IDB, namespace, connection, queue 
 	}
 	return out, nil
 }
+
+// CountActiveRuns returns how many runs are pending and running.
+func CountActiveRuns(ctx context.Context, db bun.IDB) (map[string]int64, error) {
+	var rows []struct {
+		Status string `bun:"status"`
+		N      int64  `bun:"n"`
+	}
+	err := db.NewSelect().Model((*Run)(nil)).ColumnExpr("r.status AS status, count(*) AS n").
+		Where("r.status IN (?)", bun.In(ActiveRunStatuses)).GroupExpr("r.status").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("count active runs: %w", err)
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}

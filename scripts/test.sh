@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, generated code, then every Go test on
-# SQLite and PostgreSQL (and the browser tests when e2e/setup.sh has run).
+# SQLite and PostgreSQL, browser tests included (e2e/setup.sh installs
+# Chromium and the Playwright driver first when they are missing).
 # This is the README's test command; .ci/run prepares the machine and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,9 @@ fi
 
 echo "== go vet"
 go vet ./...
+
+echo "== browser test prerequisites"
+e2e/setup.sh
 
 echo "== go test (SQLite and PostgreSQL at ${TIDELINE_TEST_DATABASE_URL%%\?*})"
 go test -count=1 "$@" ./...

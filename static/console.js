@@ -1,14 +1,115 @@
 // Tideline console behaviour that htmx does not cover. Loaded as a file (no
 // inline scripts) so the Content-Security-Policy can forbid inline code.
+// Everything here is an enhancement: every page works without it.
 (function () {
   "use strict";
-  // Forms that ask for confirmation carry data-confirm-text; a typed value
-  // must match before the submit button is enabled.
-  document.addEventListener("input", function (ev) {
-    var input = ev.target;
-    if (!input.matches || !input.matches("[data-confirm-text]")) return;
+
+  // Forms that ask for confirmation carry data-confirm-text; the submit
+  // button stays disabled until the typed value matches. The server checks
+  // it too, so without this script the button simply stays enabled.
+  function syncConfirm(input) {
     var form = input.form;
     var button = form && form.querySelector("[data-confirm-submit]");
     if (button) button.disabled = input.value !== input.getAttribute("data-confirm-text");
+  }
+  document.addEventListener("input", function (ev) {
+    var input = ev.target;
+    if (input.matches && input.matches("[data-confirm-text]")) syncConfirm(input);
   });
+
+  // "Select all" exists only with JavaScript; it starts hidden.
+  function enhance(root) {
+    root.querySelectorAll("[data-confirm-text]").forEach(syncConfirm);
+    root.querySelectorAll("[data-select-all]").forEach(function (box) {
+      box.hidden = false;
+    });
+  }
+  document.addEventListener("change", function (ev) {
+    var el = ev.target;
+    if (el.matches && el.matches("[data-select-all]")) {
+      document.querySelectorAll("input.bulk").forEach(function (box) {
+        box.checked = el.checked;
+      });
+    }
+  });
+
+  // Auto-refresh of the registry (the element with data-autorefresh polls
+  // every 10 s). A refresh replaces the rows, so hold it while the operator
+  // is working with them: a selected checkbox, an open row action, typing in
+  // the results, or an open modal. Cancelling htmx:beforeRequest skips that
+  // poll only; the next one tries again.
+  function busy() {
+    var results = document.getElementById("registry-results");
+    var modal = document.getElementById("modal");
+    if (document.hidden) return true;
+    if (modal && modal.open) return true;
+    if (document.querySelector("input.bulk:checked")) return true;
+    if (!results) return false;
+    if (results.querySelector("details[open]")) return true;
+    var active = document.activeElement;
+    return !!active && results.contains(active) && active.matches("input, select, textarea");
+  }
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-autorefresh") && busy()) ev.preventDefault();
+  });
+
+  // The layout's <dialog id="modal">: open it when htmx swaps a panel into
+  // #modal-body, and title it from the panel's data-modal-title.
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    var target = ev.detail && ev.detail.target;
+    if (!target || target.id !== "modal-body") return;
+    var modal = document.getElementById("modal");
+    var panel = target.querySelector("[data-modal-title]");
+    var title = document.getElementById("modal-title");
+    if (title) title.textContent = panel ? panel.getAttribute("data-modal-title") : "Details";
+    if (modal && !modal.open && typeof modal.showModal === "function") modal.showModal();
+  });
+
+  // A failed htmx request never swaps an error page into a row or a panel:
+  // the message of an ErrorPage (whatever its status), or of any response
+  // htmx does not swap, is shown in the layout's #toast instead.
+  var toastTimer;
+  function toast(message) {
+    var el = document.getElementById("toast");
+    if (!el) return;
+    el.textContent = message;
+    el.hidden = false;
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(function () { el.hidden = true; }, 8000);
+  }
+  function errorPageMessage(html) {
+    if (!html || html.indexOf("data-testid=\"error-title\"") < 0) return null;
+    var doc = new DOMParser().parseFromString(html, "text/html");
+    var title = doc.querySelector("[data-testid=error-title]");
+    var body = doc.querySelector("[data-testid=error-message] p");
+    return [title && title.textContent.trim(), body && body.textContent.trim()].filter(Boolean).join(": ");
+  }
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    var xhr = ev.detail && ev.detail.xhr;
+    if (!xhr || xhr.status < 400) return;
+    var message = errorPageMessage(xhr.responseText);
+    if (message !== null) {
+      ev.detail.shouldSwap = false;
+      toast(message);
+    } else if (!ev.detail.shouldSwap) {
+      toast("Request failed (" + xhr.status + ")");
+    }
+  });
+  document.addEventListener("htmx:sendError", function () {
+    toast("The server did not answer. Check the connection and try again.");
+  });
+  document.addEventListener("click", function (ev) {
+    if (ev.target && ev.target.id === "toast") ev.target.hidden = true;
+  });
+
+  // Content htmx adds (rows, modal panels) gets the same enhancements.
+  document.addEventListener("htmx:load", function (ev) {
+    if (ev.target && ev.target.querySelectorAll) enhance(ev.target);
+  });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { enhance(document); });
+  } else {
+    enhance(document);
+  }
 })();

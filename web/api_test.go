@@ -15,7 +15,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 	"github.com/tidelinehq/tideline/web"
 )
@@ -411,4 +413,36 @@ func TestAPIWorkerProtocol(t *testing.T) {
 		_, fields := errorOf(t, f.must(422, "POST", "/api/v2/worker/poll", `{"limit":1000}`))
 		require.Contains(t, fields, "limit")
 	})
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	clock := schedtest.NewClock(t0)
+	svc := schedtest.Service(db, clock)
+	m := metrics.New(db)
+	h := web.NewServer(web.Deps{DB: db, Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test", Clock: clock, Metrics: m})
+	f := &apiFixture{t: t, db: db, clock: clock, h: h}
+	f.must(201, "POST", v2+"/schedules", `{"schedule_id":"m","cron":"* * * * *","action":{"workflow_type":"w"}}`)
+	f.must(200, "POST", v2+"/schedules/m/trigger", "")
+
+	clock.Set(t0.Add(90 * time.Second))
+	loop := &scheduling.Loop{Service: svc}
+	res, err := loop.RunOnce(t.Context())
+	require.NoError(t, err)
+	m.ObservePass(res, 42*time.Millisecond, nil)
+
+	out := f.do("GET", "/metrics", "")
+	require.Equal(t, 200, out.Status)
+	for _, want := range []string{
+		`tideline_schedule_fires_total{outcome="skipped"} 1`,
+		`tideline_schedule_skips_total{reason="overlap_policy_skip"} 1`,
+		`tideline_runs{status="pending"} 1`,
+		`tideline_runs{status="running"} 0`,
+		`tideline_loop_pass_duration_seconds_count 1`,
+		`tideline_http_request_duration_seconds_count{method="POST",route="/waterline/api/v2/schedules",status="201"} 1`,
+		`tideline_http_request_duration_seconds_count{method="POST",route="/waterline/api/v2/schedules/:schedule_id/trigger",status="200"} 1`,
+	} {
+		require.Contains(t, out.Raw, want)
+	}
 }

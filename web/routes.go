@@ -15,6 +15,9 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	e.GET("/healthz", health.Live)
 	e.GET("/readyz", health.Ready)
 
+	if d.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
+	}
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", static.Handler())))
 
 	api := &handlers.API{Service: d.Service, Namespace: d.Namespace, Clock: d.Clock}

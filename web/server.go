@@ -6,11 +6,14 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -25,6 +28,8 @@ type Deps struct {
 	Namespace string
 	// Clock is where handlers read "now" (previews); SystemClock if nil.
 	Clock scheduling.Clock
+	// Metrics, when set, is served at /metrics and observes every request.
+	Metrics *metrics.Metrics
 }
 
 // NewServer returns the configured echo instance.
@@ -46,6 +51,9 @@ func NewServer(d Deps) *echo.Echo {
 		},
 	}))
 	e.Use(requestLogger(d.Logger))
+	if d.Metrics != nil {
+		e.Use(observeRequests(d.Metrics))
+	}
 	e.Use(middleware.SecureWithConfig(middleware.SecureConfig{
 		XSSProtection:         "0",
 		ContentTypeNosniff:    "nosniff",
@@ -57,6 +65,22 @@ func NewServer(d Deps) *echo.Echo {
 
 	registerRoutes(e, d)
 	return e
+}
+
+// observeRequests times every request by its route pattern.
+func observeRequests(m *metrics.Metrics) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			started := time.Now()
+			err := next(c)
+			status := c.Response().Status
+			if err != nil {
+				status, _ = classify(err)
+			}
+			m.ObserveHTTP(c.Request().Method, c.Path(), strconv.Itoa(status), time.Since(started))
+			return err
+		}
+	}
 }
 
 func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
