@@ -67,6 +67,10 @@ func openPostgres(rawURL string) (*bun.DB, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
+	// bun writes argument values into the SQL text itself, so every query
+	// text is unique: pgx's default (prepare and cache each statement) would
+	// add a round trip and fill the server's statement cache for nothing.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	sqldb := stdlib.OpenDB(*cfg)
 	sqldb.SetMaxOpenConns(20)
 	sqldb.SetMaxIdleConns(10)

@@ -185,3 +185,53 @@ func CountActiveRuns(ctx context.Context, db bun.IDB) (map[string]int64, error) 
 	}
 	return out, nil
 }
+
+// ExistingInstanceIDs returns which of ids already exist in the namespace.
+func ExistingInstanceIDs(ctx context.Context, db bun.IDB, namespace string, ids []string) ([]string, error) {
+	var out []string
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := db.NewSelect().Model((*Instance)(nil)).Column("instance_id").
+		Where("namespace = ? AND instance_id IN (?)", namespace, bun.In(ids)).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("find existing instances: %w", err)
+	}
+	return out, nil
+}
+
+// InsertInstances writes many instances in one statement, skipping any
+// that exist already, and returns how many were new.
+func InsertInstances(ctx context.Context, db bun.IDB, list []*Instance) (int, error) {
+	res, err := db.NewInsert().Model(&list).On("CONFLICT (namespace, instance_id) DO NOTHING").Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("insert instances: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("insert instances: %w", err)
+	}
+	return int(n), nil
+}
+
+// InsertRuns writes many runs in one statement.
+func InsertRuns(ctx context.Context, db bun.IDB, list []*Run) error {
+	if len(list) == 0 {
+		return nil
+	}
+	if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+		return fmt.Errorf("insert runs: %w", err)
+	}
+	return nil
+}
+
+// InsertRunEvents writes many run events in one statement.
+func InsertRunEvents(ctx context.Context, db bun.IDB, list []*RunEvent) error {
+	if len(list) == 0 {
+		return nil
+	}
+	if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+		return fmt.Errorf("insert run events: %w", err)
+	}
+	return nil
+}

@@ -196,3 +196,26 @@ func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, af
 	}
 	return out, more, nil
 }
+
+// InsertScheduleEvents appends many audit events in one statement.
+func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent) error {
+	if len(list) == 0 {
+		return nil
+	}
+	if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+		return fmt.Errorf("insert schedule events: %w", err)
+	}
+	return nil
+}
+
+// UpdateSchedules writes many schedules back in one statement
+// (UPDATE … FROM (VALUES …)).
+func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
+	if len(list) == 0 {
+		return nil
+	}
+	if _, err := db.NewUpdate().Model(&list).Bulk().Exec(ctx); err != nil {
+		return fmt.Errorf("update schedules: %w", err)
+	}
+	return nil
+}

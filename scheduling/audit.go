@@ -7,8 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/uptrace/bun"
-
 	"github.com/tidelinehq/tideline/models"
 )
 
@@ -82,7 +80,7 @@ func validatePayload(eventType string, payload map[string]any) error {
 // transaction. The sequence comes from the schedule row's counter, which the
 // caller's row lock protects; the caller must save the schedule afterwards.
 type recorder struct {
-	tx  bun.IDB
+	w   *writer
 	ids *ids
 	now time.Time
 	cc  *CommandContext
@@ -114,7 +112,7 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType str
 	if runID != "" {
 		ev.WorkflowRunID = &runID
 	}
-	return models.InsertScheduleEvent(ctx, r.tx, ev)
+	return r.w.insertScheduleEvent(ctx, ev)
 }
 
 // timeOrNil renders an optional instant for a payload.

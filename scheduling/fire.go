@@ -177,7 +177,7 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 		WorkflowScheduleID: &scheduleULID, ScheduleID: &scheduleID,
 		Status: models.RunPending, LatestRunID: &runID, CreatedAt: now, UpdatedAt: now,
 	}
-	inserted, err := models.InsertInstance(ctx, tx, inst)
+	inserted, err := rec.w.insertInstance(ctx, inst)
 	if err != nil {
 		return FireResult{}, err
 	}
@@ -220,10 +220,7 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 	if err != nil {
 		return FireResult{}, err
 	}
-	if err := models.InsertRun(ctx, tx, run); err != nil {
-		return FireResult{}, err
-	}
-	if err := models.InsertRunEvent(ctx, tx, ev); err != nil {
+	if err := rec.w.insertRun(ctx, run, ev); err != nil {
 		return FireResult{}, err
 	}
 

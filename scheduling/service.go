@@ -184,7 +184,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 			}
 			return err
 		}
-		rec := &recorder{tx: tx, ids: s.ids, now: now, cc: cc}
+		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: cc}
 		if err := rec.record(ctx, sch, EventScheduleCreated, map[string]any{
 			"spec": sch.Spec, "action": sch.Action, "overlap_policy": sch.OverlapPolicy, "next_fire_at": timeOrNil(sch.NextFireAt),
 		}, "", ""); err != nil {
@@ -258,7 +258,7 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 		if err != nil {
 			return err
 		}
-		rec := &recorder{tx: tx, ids: s.ids, now: s.now(), cc: cc}
+		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: s.now(), cc: cc}
 		err = fn(ctx, tx, rec, sch)
 		out = &sch.Schedule
 		if errors.Is(err, errUnchanged) {

@@ -52,27 +52,71 @@ func (s *Service) Tick(ctx context.Context, limit int) ([]TickRow, error) {
 	return append(drained, fired...), nil
 }
 
-// eachClaimed runs process for every claimed schedule under a savepoint.
-// When process fails, its changes are rolled back and onError records the
-// failure instead, so the schedule is still moved on.
-func (s *Service) eachClaimed(ctx context.Context, claim func(tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error),
-	process func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error),
-	onError func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error)) ([]TickRow, error) {
+// phase is one kind of batch work of a tick: which schedules it claims,
+// which instance each may start, and how it processes one of them.
+type phase struct {
+	claim     func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error)
+	candidate func(sch *models.ClaimedSchedule) instanceKey
+	process   func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error)
+	// onError records a failed fire so that the schedule still moves on.
+	onError func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error)
+}
+
+// runPhase first tries the fast path: one transaction, every row written
+// by a few multi-row statements. If anything in the batch fails, the batch
+// is rolled back and redone carefully, one savepoint per schedule, so one
+// bad schedule costs its own fire and nobody else's.
+func (s *Service) runPhase(ctx context.Context, p phase) ([]TickRow, error) {
+	rows, err := s.runBatch(ctx, p, true)
+	if err != nil && ctx.Err() == nil {
+		s.logger.Debug("fast batch failed; retrying one schedule at a time", "err", err)
+		rows, err = s.runBatch(ctx, p, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 {
+		s.wakeups.broadcast() // long-polling workers: new runs are committed
+	}
+	return rows, nil
+}
+
+func (s *Service) runBatch(ctx context.Context, p phase, fast bool) ([]TickRow, error) {
 	var rows []TickRow
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		rows = rows[:0]
+		rows = nil
 		now := s.now()
-		claimed, err := claim(tx, now)
-		if err != nil {
+		claimed, err := p.claim(ctx, tx, now)
+		if err != nil || len(claimed) == 0 {
 			return err
 		}
-		rec := &recorder{tx: tx, ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+		cc := &CommandContext{Source: "scheduler"}
+		if fast {
+			keys := make([]instanceKey, 0, len(claimed))
+			for i := range claimed {
+				keys = append(keys, p.candidate(&claimed[i]))
+			}
+			w, err := deferredWriter(ctx, tx, keys)
+			if err != nil {
+				return err
+			}
+			rec := &recorder{w: w, ids: s.ids, now: now, cc: cc}
+			for i := range claimed {
+				row, err := p.process(ctx, tx, rec, &claimed[i])
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row)
+			}
+			return w.flush(ctx)
+		}
+		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: cc}
 		for i := range claimed {
 			original := cloneClaimed(claimed[i])
-			row, err := savepoint(ctx, tx, func() (TickRow, error) { return process(ctx, tx, rec, &claimed[i]) })
+			row, err := savepoint(ctx, tx, func() (TickRow, error) { return p.process(ctx, tx, rec, &claimed[i]) })
 			if err != nil {
 				s.logger.Error("schedule fire failed", "namespace", original.Namespace, "schedule_id", original.ScheduleID, "err", err)
-				row, err = savepoint(ctx, tx, func() (TickRow, error) { return onError(ctx, tx, rec, &original, err) })
+				row, err = savepoint(ctx, tx, func() (TickRow, error) { return p.onError(ctx, tx, rec, &original, err) })
 				if err != nil {
 					// Even bookkeeping failed: leave the row for the next tick.
 					s.logger.Error("record fire failure", "schedule_id", original.ScheduleID, "err", err)
@@ -85,9 +129,6 @@ func (s *Service) eachClaimed(ctx context.Context, claim func(tx bun.Tx, now tim
 	})
 	if err != nil {
 		return nil, err
-	}
-	if len(rows) > 0 {
-		s.wakeups.broadcast() // long-polling workers: new runs are committed
 	}
 	return rows, nil
 }
@@ -119,9 +160,14 @@ func cloneClaimed(c models.ClaimedSchedule) models.ClaimedSchedule {
 }
 
 func (s *Service) drain(ctx context.Context, limit int) ([]TickRow, error) {
-	return s.eachClaimed(ctx,
-		func(tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) { return models.ClaimDrainable(ctx, tx, limit) },
-		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
+	return s.runPhase(ctx, phase{
+		claim: func(ctx context.Context, tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) {
+			return models.ClaimDrainable(ctx, tx, limit)
+		},
+		candidate: func(sch *models.ClaimedSchedule) instanceKey {
+			return instanceKey{sch.Namespace, sch.BufferedActions[0].InstanceID}
+		},
+		process: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
 			next := sch.BufferedActions[0]
 			sch.BufferedActions = sch.BufferedActions[1:]
 			sch.BufferDepth = len(sch.BufferedActions)
@@ -131,30 +177,33 @@ func (s *Service) drain(ctx context.Context, limit int) ([]TickRow, error) {
 			if err != nil {
 				return TickRow{}, err
 			}
-			return s.saveRow(ctx, tx, rec, sch, res, next.OccurrenceTime, OutcomeDrained)
+			return s.saveRow(ctx, rec, sch, res, next.OccurrenceTime, OutcomeDrained)
 		},
-		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
+		onError: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
 			// Drop the fire that cannot start, so the buffer keeps moving.
 			dropped := sch.BufferedActions[0]
 			sch.BufferedActions = sch.BufferedActions[1:]
 			sch.BufferDepth = len(sch.BufferedActions)
-			return s.failRow(ctx, tx, rec, sch, dropped.OccurrenceTime, cause)
-		})
+			return s.failRow(ctx, rec, sch, dropped.OccurrenceTime, cause)
+		},
+	})
 }
 
 func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
-	return s.eachClaimed(ctx,
-		func(tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error) { return models.ClaimDue(ctx, tx, now, limit) },
-		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
+	return s.runPhase(ctx, phase{
+		claim: func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error) {
+			return models.ClaimDue(ctx, tx, now, limit)
+		},
+		candidate: func(sch *models.ClaimedSchedule) instanceKey {
+			return instanceKey{sch.Namespace, scheduledInstanceID(sch.ScheduleID, nominalOf(sch))}
+		},
+		process: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
 			compiled, err := Compile(sch.Spec)
 			if err != nil {
 				return TickRow{}, fmt.Errorf("compile stored spec: %w", err)
 			}
 			occurrence := sch.NextFireAt.UTC()
-			nominal := occurrence
-			if sch.NextNominalAt != nil {
-				nominal = sch.NextNominalAt.UTC()
-			}
+			nominal := nominalOf(sch)
 			res, err := s.fire(ctx, tx, rec, sch, fireRequest{
 				kind: kindScheduled, instanceID: scheduledInstanceID(sch.ScheduleID, nominal), occurrence: occurrence, policy: sch.OverlapPolicy,
 			})
@@ -166,24 +215,34 @@ func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
 			if sch.Status == models.StatusActive {
 				s.scheduleNext(&sch.Schedule, compiled, rec.now)
 			}
-			return s.saveRow(ctx, tx, rec, sch, res, occurrence, "")
+			return s.saveRow(ctx, rec, sch, res, occurrence, "")
 		},
-		func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
+		onError: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
 			occurrence := sch.NextFireAt.UTC()
 			compiled, err := Compile(sch.Spec)
 			if err != nil {
 				compiled = nil // a spec that no longer compiles never fires again
 			}
 			s.scheduleNext(&sch.Schedule, compiled, rec.now)
-			return s.failRow(ctx, tx, rec, sch, occurrence, cause)
-		})
+			return s.failRow(ctx, rec, sch, occurrence, cause)
+		},
+	})
+}
+
+// nominalOf is the canonical time of a due schedule's next fire; it names
+// the run, whatever jitter delayed the fire.
+func nominalOf(sch *models.ClaimedSchedule) time.Time {
+	if sch.NextNominalAt != nil {
+		return sch.NextNominalAt.UTC()
+	}
+	return sch.NextFireAt.UTC()
 }
 
 // saveRow writes the schedule and reports the fire. outcome overrides the
 // fire's outcome when it started a run (drained fires report "drained").
-func (s *Service) saveRow(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, res FireResult, occurrence time.Time, startedOutcome string) (TickRow, error) {
+func (s *Service) saveRow(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, res FireResult, occurrence time.Time, startedOutcome string) (TickRow, error) {
 	sch.UpdatedAt = rec.now
-	if err := models.UpdateSchedule(ctx, tx, &sch.Schedule); err != nil {
+	if err := rec.w.saveSchedule(ctx, &sch.Schedule); err != nil {
 		return TickRow{}, err
 	}
 	outcome := res.Outcome
@@ -197,10 +256,10 @@ func (s *Service) saveRow(ctx context.Context, tx bun.Tx, rec *recorder, sch *mo
 	}, nil
 }
 
-func (s *Service) failRow(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, occurrence time.Time, _ error) (TickRow, error) {
+func (s *Service) failRow(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, occurrence time.Time, _ error) (TickRow, error) {
 	sch.FailuresCount++
 	sch.UpdatedAt = rec.now
-	if err := models.UpdateSchedule(ctx, tx, &sch.Schedule); err != nil {
+	if err := rec.w.saveSchedule(ctx, &sch.Schedule); err != nil {
 		return TickRow{}, err
 	}
 	return TickRow{
