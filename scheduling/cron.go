@@ -360,9 +360,15 @@ type cronPart struct {
 	follow bool
 
 	// cronexpr.Expression caches per-month state while computing Next, so one
-	// expression must not be evaluated by two goroutines at once.
+	// expression must not be evaluated by two goroutines at once; matchDay is
+	// guarded by the same lock.
 	mu   sync.Mutex
 	eval *cronexpr.Expression
+	// matchDay is 00:00 (wall seconds) of the last day cronexpr returned a
+	// match on. cronexpr rebuilds its day tables with maps on every call —
+	// several microseconds for an expression with restricted days — so later
+	// times on a known matching day come from the hour and minute lists.
+	matchDay int64
 }
 
 func compileCron(source string) (*cronPart, string) {
@@ -376,7 +382,45 @@ func compileCron(source string) (*cronPart, string) {
 		// bug here rather than a user mistake; still say something useful.
 		return nil, fmt.Sprintf("%q: cannot compile: %v", source, err)
 	}
-	return &cronPart{expr: e, follow: e.followsRealTime(), eval: eval}, ""
+	return &cronPart{expr: e, follow: e.followsRealTime(), eval: eval, matchDay: math.MinInt64}, ""
+}
+
+// nextWall returns the first matching wall time strictly after w (both wall
+// seconds); false when none exists before cronexpr's calendar ends. The
+// caller holds c.mu.
+func (c *cronPart) nextWall(w int64) (int64, bool) {
+	const day = 86_400
+	if start := floorDiv(w, day) * day; start == c.matchDay {
+		if t, ok := c.nextTimeOfDay(w - start); ok {
+			return start + t, true
+		}
+	}
+	next := c.eval.Next(time.Unix(w, 0).UTC())
+	if next.IsZero() {
+		return 0, false
+	}
+	ws := next.Unix()
+	c.matchDay = floorDiv(ws, day) * day
+	return ws, true
+}
+
+// nextTimeOfDay returns the first hour:minute of the expression strictly
+// after sec seconds into a day.
+func (c *cronPart) nextTimeOfDay(sec int64) (int64, bool) {
+	hours, minutes := c.expr.hour.values, c.expr.minute.values
+	h0 := int(sec / 3600)
+	i, _ := slices.BinarySearch(hours, h0)
+	for ; i < len(hours); i++ {
+		j := 0
+		if hours[i] == h0 {
+			// m·60 > sec mod 3600 exactly when m > (sec mod 3600) / 60.
+			j, _ = slices.BinarySearch(minutes, int(sec%3600/60)+1)
+		}
+		if j < len(minutes) {
+			return int64(hours[i])*3600 + int64(minutes[j])*60, true
+		}
+	}
+	return 0, false
 }
 
 // firesAtAll reports whether any calendar date matches the day, month and
@@ -394,7 +438,7 @@ func (c *cronPart) firesAtAll() bool {
 // cronexpr cannot be trusted with a DST zone (it returns the same or an
 // earlier time across a transition), so it only ever sees "wall seconds": the
 // civil time of the zone written as if it were UTC, where every day has 24
-// hours. Each wall-clock match is then mapped to real instants by zone.resolve,
+// hours. Each wall-clock match is then mapped to real instants by zoneCursor.resolve,
 // which applies SPEC §3: a time in a spring-forward gap is shifted later by the
 // gap, a repeated time fires at its first occurrence (and at both when the
 // expression follows real time).
@@ -409,7 +453,7 @@ func (c *cronPart) next(z *zoneCursor, after int64) (int64, bool) {
 	// one, except just after a spring-forward (gap times map with the earlier,
 	// smaller offset) and in the first pass of a fall-back hour (its second
 	// pass maps with the later, smaller offset). Elsewhere the current offset
-	// is exact, which keeps the common case at one cronexpr call.
+	// is exact, which keeps the common case at a single candidate.
 	cur := z.at(after)
 	low := cur.offset
 	if prev, ok := z.before(cur); ok && prev.offset < cur.offset && after < cur.start+(cur.offset-prev.offset) {
@@ -421,15 +465,14 @@ func (c *cronPart) next(z *zoneCursor, after int64) (int64, bool) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	wall := time.Unix(after+low, 0).UTC()
+	ws := after + low
 	var best, stop int64
 	found := false
 	for range maxCronScan {
-		wall = c.eval.Next(wall)
-		if wall.IsZero() {
+		var ok bool
+		if ws, ok = c.nextWall(ws); !ok {
 			break // no match before cronexpr's calendar ends (2099)
 		}
-		ws := wall.Unix()
 		first, second, repeated := z.resolve(ws)
 		for i, at := range []int64{first, second} {
 			if i == 1 && !(repeated && c.follow) {
@@ -460,7 +503,8 @@ type zonePeriod struct {
 func (p zonePeriod) contains(t int64) bool { return t >= p.start && t < p.end }
 
 // zoneCursor answers offset questions about one zone, remembering the few
-// periods a single Next call touches so that each is looked up once.
+// periods a Next call (or a Between walk) touches so that each is looked up
+// once. It is not shared between goroutines.
 type zoneCursor struct {
 	loc   *time.Location
 	cache [4]zonePeriod
@@ -509,9 +553,6 @@ func (z *zoneCursor) after(p zonePeriod) (zonePeriod, bool) {
 	}
 	return z.at(p.end), true
 }
-
-// wall returns the civil time of instant t as wall seconds.
-func (z *zoneCursor) wall(t int64) int64 { return t + z.at(t).offset }
 
 // maxOffsetNear is the largest offset that can map a wall time to an instant
 // at or before t: the offset in force at t, or the previous one when t is

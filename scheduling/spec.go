@@ -193,11 +193,12 @@ func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
 	return best, found
 }
 
-// Between lists the canonical occurrences in [from, to), ascending and with
-// the same instant from several parts listed once. More occurrences
-// than limit is an ErrTooManyOccurrences error, found without building the long list.
+// Between lists the canonical occurrences in [from, to), ascending, with an
+// instant produced by several parts listed once. More than limit occurrences
+// is an ErrTooManyOccurrences error, detected at occurrence limit+1 rather than
+// after building the whole list. An empty or reversed range lists nothing.
 func (c *CompiledSpec) Between(from, to time.Time, limit int) ([]time.Time, error) {
-	var out []time.Time
+	out := []time.Time{}
 	if !from.Before(to) {
 		return out, nil
 	}
@@ -229,7 +230,7 @@ func (c *CompiledSpec) Between(from, to time.Time, limit int) ([]time.Time, erro
 // Preview returns up to n canonical fire times strictly after `after`; fewer
 // when the spec stops firing.
 func (c *CompiledSpec) Preview(after time.Time, n int) []time.Time {
-	out := make([]time.Time, 0, max(n, 0))
+	out := make([]time.Time, 0, min(max(n, 0), 1000)) // n is caller input: grow past a sane preallocation
 	z := newZoneCursor(c.loc)
 	cursor := after.Unix()
 	for len(out) < n {
