@@ -45,9 +45,11 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"serve":   {"run the console, the JSON API and the scheduling loop", runServe},
-		"migrate": {"apply database migrations and exit", runMigrate},
-		"version": {"print the version", runVersion},
+		"serve":    {"run the console, the JSON API and the scheduling loop", runServe},
+		"migrate":  {"apply database migrations and exit", runMigrate},
+		"version":  {"print the version", runVersion},
+		"tick":     {"run one scheduling pass: fire due schedules, then exit", runTick},
+		"schedule": {"list, add, describe, pause, resume, trigger, backfill, remove or show the history of schedules", runSchedule},
 	}
 }
 

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// writeJSON prints v as indented JSON (--output json, tick --json).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	return nil
+}
+
+// writeJSONLine prints v on one line (--output jsonl).
+func writeJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	return nil
+}
+
+// table writes aligned columns. Cells must not contain tabs or newlines;
+// clean() makes free text safe.
+type table struct {
+	tw *tabwriter.Writer
+}
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// clean keeps user-supplied text on one table line.
+func clean(s string) string {
+	return strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func strOrDash(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return orDash(*s)
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return scheduling.FormatTime(*t)
+}
+
+// localTime adds the wall time in the schedule's zone when it is not UTC,
+// which is how operators think about cron schedules.
+func localTime(t time.Time, zone string) string {
+	s := scheduling.FormatTime(t)
+	if zone == "" || zone == "UTC" {
+		return s
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return s
+	}
+	return s + " (" + t.In(loc).Format("2006-01-02 15:04 MST") + ")"
+}
+
+// specSummary is the one-cell form of a spec: "0 2 * * *; every PT1H".
+func specSummary(spec models.Spec) string {
+	parts := make([]string, 0, len(spec.CronExpressions)+len(spec.Intervals))
+	parts = append(parts, spec.CronExpressions...)
+	for _, iv := range spec.Intervals {
+		parts = append(parts, intervalSummary(iv))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func intervalSummary(iv models.Interval) string {
+	s := "every " + iv.Every
+	if iv.Offset != "" && iv.Offset != "PT0S" {
+		s += " offset " + iv.Offset
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// countSummary is "2 triggered, 1 skipped": the non-zero counts in order.
+func countSummary(order []string, counts map[string]int) string {
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		if counts[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortedKeys[M ~map[K]V, K cmp.Ordered, V any](m M) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
