@@ -50,6 +50,7 @@ func commands() map[string]command {
 		"version":  {"print the version", runVersion},
 		"tick":     {"run one scheduling pass: fire due schedules, then exit", runTick},
 		"schedule": {"list, add, describe, pause, resume, trigger, backfill, remove or show the history of schedules", runSchedule},
+		"token":    {"create an API/console token (prints it once, and the hash to configure)", runToken},
 	}
 }
 

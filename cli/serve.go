@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/migrations"
@@ -21,6 +22,13 @@ func runServe(ctx context.Context, e env, args []string) error {
 	cfg.bindServer(fs, e)
 	noLoop := fs.Bool("no-loop", envOr(e, "TIDELINE_NO_LOOP", "") == "1", "do not run the scheduling loop (UI/API-only replica) (env TIDELINE_NO_LOOP=1)")
 	loopPeriod := fs.Duration("loop-period", time.Second, "how often the scheduling loop looks for due schedules")
+	tokensFile := fs.String("tokens-file", envOr(e, "TIDELINE_TOKENS_FILE", ""), "YAML/JSON file of principals and token hashes (env TIDELINE_TOKENS_FILE; or the document itself in TIDELINE_TOKENS)")
+	sessionSecret := fs.String("session-secret", envOr(e, "TIDELINE_SESSION_SECRET", ""), "key that signs console sessions, ≥16 chars; set the same on every replica (env TIDELINE_SESSION_SECRET; default: random per process)")
+	sessionTTL := fs.Duration("session-ttl", 12*time.Hour, "how long a console login lasts")
+	tlsCert := fs.String("tls-cert", envOr(e, "TIDELINE_TLS_CERT", ""), "TLS certificate file (with --tls-key): serve HTTPS")
+	tlsKey := fs.String("tls-key", envOr(e, "TIDELINE_TLS_KEY", ""), "TLS private key file")
+	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
+	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -30,7 +38,26 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if *loopPeriod < 10*time.Millisecond {
 		return usagef("invalid --loop-period %s: want at least 10ms", *loopPeriod)
 	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	store, err := auth.Load(*tokensFile, e.getenv("TIDELINE_TOKENS"))
+	if err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	if !store.Enabled() && !loopbackAddr(cfg.Addr) {
+		return usagef("refusing to serve %s without authentication: anyone who can reach it could pause or trigger workflows.\n"+
+			"Create a token with 'tideline token create --name you --role admin', put the printed entry in a tokens file,\n"+
+			"and start with --tokens-file FILE (or bind a loopback address such as 127.0.0.1:8080)", cfg.Addr)
+	}
+	sessions, err := auth.NewSessions(*sessionSecret, *sessionTTL)
+	if err != nil {
+		return &UsageError{Msg: "invalid --session-secret: " + err.Error()}
+	}
 	logger := cfg.logger(e.stderr)
+	if !store.Enabled() {
+		logger.Warn("local mode: no tokens configured; only loopback clients are served")
+	}
 
 	a, err := openApp(ctx, &cfg, logger)
 	if err != nil {
@@ -44,7 +71,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m := metrics.New(db)
-	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m})
+	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m,
+		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
 	httpServer := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -59,9 +87,21 @@ func runServe(ctx context.Context, e env, args []string) error {
 		defer loop.Stop()
 	}
 
+	if *demo {
+		if err := startDemo(ctx, a, cfg.namespaceOrDefault(), ln.Addr().String(), *tlsCert != "", store, logger); err != nil {
+			return err
+		}
+	}
+
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpServer.Serve(ln) }()
-	fmt.Fprintf(e.stdout, "Tideline %s is running. Open http://%s/waterline\n", Version, ln.Addr())
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+		go func() { serveErr <- httpServer.ServeTLS(ln, *tlsCert, *tlsKey) }()
+	} else {
+		go func() { serveErr <- httpServer.Serve(ln) }()
+	}
+	fmt.Fprintf(e.stdout, "Tideline %s is running. Open %s://%s/waterline\n", Version, scheme, ln.Addr())
 	logger.Info("serving", "addr", ln.Addr().String(), "database", dialectName(db.Dialect().Name().String()))
 
 	select {
@@ -76,6 +116,20 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("shut down http: %w", err)
 	}
 	return nil
+}
+
+// loopbackAddr reports whether addr only accepts connections from this
+// machine ("0.0.0.0:8080", ":8080" and public addresses do not).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func dialectName(s string) string {

@@ -161,7 +161,13 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 // and an explicit null differ (null clears max_runs, connection, queue).
 func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error) {
 	var in scheduling.UpdateInput
+	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true}
 	for key, value := range raw {
+		if string(value) == "null" && !nullable[key] {
+			if _, known := updateFields[key]; known {
+				return in, scheduling.NewValidationError(key, "cannot be null; leave the field out to keep it")
+			}
+		}
 		var err error
 		switch key {
 		case "spec":
@@ -198,6 +204,10 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 	}
 	return in, nil
 }
+
+// updateFields are the fields PATCH accepts.
+var updateFields = map[string]struct{}{"spec": {}, "action": {}, "overlap_policy": {}, "jitter_seconds": {}, "max_runs": {},
+	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}}
 
 func strictUnmarshal(data []byte, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
@@ -468,8 +478,13 @@ func (h *API) Preview(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// Tick answers POST /tick {limit?}: one evaluation pass, its rows.
+// Tick answers POST /tick {limit?}: one evaluation pass, its rows. A tick
+// covers every namespace, so callers bound to some namespaces may not run
+// it (they would see other tenants' schedule IDs).
 func (h *API) Tick(c echo.Context) error {
+	if p := PrincipalFrom(c); p != nil && !p.AllNamespaces() {
+		return echo.NewHTTPError(http.StatusForbidden, "tick covers every namespace; a token bound to namespaces may not run it")
+	}
 	var req struct {
 		Limit int `json:"limit"`
 	}
@@ -477,7 +492,7 @@ func (h *API) Tick(c echo.Context) error {
 		return err
 	}
 	if req.Limit < 0 || req.Limit > 1000 {
-		return scheduling.NewValidationError("limit", "must be between 1 and 1000")
+		return scheduling.NewValidationError("limit", "must be between 1 and 1000 (0 or absent: 100)")
 	}
 	rows, err := h.Service.Tick(c.Request().Context(), req.Limit)
 	if err != nil {

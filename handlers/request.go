@@ -23,7 +23,7 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 	body, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
+		if errors.As(err, &maxErr) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
 			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body is larger than 1 MiB")
 		}
 		return &BadRequestError{Code: "bad_request", Message: "could not read the request body"}
@@ -123,20 +123,24 @@ func queryList(c echo.Context, name string) []string {
 }
 
 // resolveNamespace picks the request's namespace: the server's fixed one
-// when configured, else X-Namespace, else ?namespace=, else "default".
+// when configured, else X-Namespace, else ?namespace=, else "default" (or
+// the caller's only namespace). A namespace the caller may not see is 404.
 func resolveNamespace(c echo.Context, fixed string) (string, error) {
-	if fixed != "" {
-		return fixed, nil
+	ns := fixed
+	if ns == "" {
+		ns = c.Request().Header.Get("X-Namespace")
 	}
-	ns := c.Request().Header.Get("X-Namespace")
 	if ns == "" {
 		ns = c.QueryParam("namespace")
 	}
 	if ns == "" {
-		return "default", nil
+		ns = defaultNamespace(c)
 	}
 	if !scheduling.ValidNamespace(ns) {
 		return "", &scheduling.ValidationError{Code: "validation_failed", Fields: map[string]string{"namespace": "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"}}
+	}
+	if err := checkNamespace(c, ns); err != nil {
+		return "", err
 	}
 	return ns, nil
 }

@@ -41,7 +41,7 @@ func (h *Worker) Poll(c echo.Context) error {
 		WaitSeconds  int    `json:"wait_seconds"`
 		WorkerID     string `json:"worker_id"`
 	}
-	if err := decodeJSON(c, &req, false); err != nil {
+	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
 	ns, err := h.namespace(c, req.Namespace)
@@ -70,7 +70,7 @@ func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
 		if !scheduling.ValidNamespace(fromBody) {
 			return "", scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
 		}
-		return fromBody, nil
+		return fromBody, checkNamespace(c, fromBody)
 	}
 	return resolveNamespace(c, h.Namespace)
 }

@@ -19,16 +19,17 @@ type BackfillResult struct {
 	OccurrenceTime time.Time `json:"occurrence_time"`
 	InstanceID     string    `json:"instance_id,omitempty"`
 	RunID          string    `json:"run_id,omitempty"`
-	Outcome        string    `json:"outcome"` // started | skipped | failed | planned (dry run)
+	Outcome        string    `json:"outcome"` // started | buffered | skipped | failed | planned (dry run)
 	Reason         string    `json:"reason,omitempty"`
 }
 
 // Backfill outcomes.
 const (
-	BackfillStarted = "started"
-	BackfillSkipped = "skipped"
-	BackfillFailed  = "failed"
-	BackfillPlanned = "planned"
+	BackfillStarted  = "started"
+	BackfillBuffered = "buffered" // only with an explicit buffer_* override
+	BackfillSkipped  = "skipped"
+	BackfillFailed   = "failed"
+	BackfillPlanned  = "planned"
 )
 
 // BackfillReport is the answer to a backfill.
@@ -129,9 +130,13 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 					return TickRow{}, err
 				}
 				result.RunID, result.Reason = res.RunID, res.Reason
-				result.Outcome = BackfillSkipped
-				if res.Outcome == OutcomeTriggered {
+				switch res.Outcome {
+				case OutcomeTriggered:
 					result.Outcome = BackfillStarted
+				case OutcomeBuffered:
+					result.Outcome = BackfillBuffered
+				default:
+					result.Outcome = BackfillSkipped
 				}
 				return TickRow{}, nil
 			})

@@ -30,6 +30,8 @@ type Deps struct {
 	Clock scheduling.Clock
 	// Metrics, when set, is served at /metrics and observes every request.
 	Metrics *metrics.Metrics
+	// Auth configures authentication; the zero value is local mode.
+	Auth Auth
 }
 
 // NewServer returns the configured echo instance.

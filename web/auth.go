@@ -1,0 +1,140 @@
+package web
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/auth"
+	"github.com/tidelinehq/tideline/handlers"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// SessionCookie is the console's session cookie name.
+const SessionCookie = "tideline_session"
+
+// Auth configures authentication. With no tokens in Store the server runs
+// in local mode: it serves loopback clients only, all as admin.
+type Auth struct {
+	Store    *auth.Store
+	Sessions *auth.Sessions
+	// SecureCookies marks cookies Secure (the server itself speaks TLS).
+	SecureCookies bool
+	// TrustProxy honours X-Forwarded-Proto: https for Secure cookies.
+	TrustProxy bool
+}
+
+// secure reports whether cookies set on this request must be Secure.
+func (a Auth) secure(c echo.Context) bool {
+	return a.SecureCookies || c.Request().TLS != nil ||
+		(a.TrustProxy && strings.EqualFold(c.Request().Header.Get("X-Forwarded-Proto"), "https"))
+}
+
+// LocalModeBanner is shown on every console page in local mode.
+const LocalModeBanner = "Local mode — no authentication. Only this machine can reach Tideline; add tokens (--tokens-file) to serve others."
+
+type guard struct {
+	Auth
+	clock scheduling.Clock
+}
+
+// isLoopback reports whether the TCP peer is this machine. It reads the
+// connection's address, never a forwarded header a client could forge.
+func isLoopback(c echo.Context) bool {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (g *guard) local() bool { return !g.Store.Enabled() }
+
+func setPrincipal(c echo.Context, p *auth.Principal) {
+	c.Set(handlers.PrincipalKey, p)
+	c.Set(handlers.ActorKey, p.Name)
+}
+
+var errLocalOnly = echo.NewHTTPError(http.StatusForbidden, "local mode serves loopback clients only; configure tokens to allow remote access")
+
+// api authenticates bearer tokens and checks the route's permission:
+// 401 without a valid token, 403 when the role lacks perm.
+func (g *guard) api(perm auth.Permission) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if g.local() {
+				if !isLoopback(c) {
+					return errLocalOnly
+				}
+				setPrincipal(c, auth.Local)
+				return next(c)
+			}
+			token, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+			p, found := g.Store.Authenticate(strings.TrimSpace(token))
+			if !ok || !found {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="tideline"`)
+				return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
+			}
+			if !p.Can(perm) {
+				return echo.NewHTTPError(http.StatusForbidden, "role "+p.Role+" may not "+perm.String())
+			}
+			setPrincipal(c, p)
+			return next(c)
+		}
+	}
+}
+
+// console authenticates the session cookie (or local mode) and checks the
+// route's permission. Anonymous visitors are sent to the login page.
+func (g *guard) console(perm auth.Permission) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if g.local() {
+				if !isLoopback(c) {
+					return errLocalOnly
+				}
+				setPrincipal(c, auth.Local)
+				c.Set(handlers.BannerKey, LocalModeBanner)
+				return next(c)
+			}
+			p := g.sessionPrincipal(c)
+			if p == nil {
+				login := "/waterline/login?next=" + url.QueryEscape(c.Request().URL.RequestURI())
+				if c.Request().Header.Get("HX-Request") == "true" {
+					c.Response().Header().Set("HX-Redirect", login)
+					return c.NoContent(http.StatusUnauthorized)
+				}
+				if c.Request().Method != http.MethodGet {
+					return echo.NewHTTPError(http.StatusUnauthorized, "your session has ended; sign in again")
+				}
+				return c.Redirect(http.StatusSeeOther, login)
+			}
+			if !p.Can(perm) {
+				return echo.NewHTTPError(http.StatusForbidden, "role "+p.Role+" may not "+perm.String())
+			}
+			setPrincipal(c, p)
+			return next(c)
+		}
+	}
+}
+
+// sessionPrincipal resolves the session cookie to a configured principal.
+func (g *guard) sessionPrincipal(c echo.Context) *auth.Principal {
+	cookie, err := c.Cookie(SessionCookie)
+	if err != nil || g.Sessions == nil {
+		return nil
+	}
+	name, err := g.Sessions.Verify(cookie.Value, g.clock.Now())
+	if err != nil {
+		return nil
+	}
+	p, ok := g.Store.Lookup(name)
+	if !ok {
+		return nil
+	}
+	return p
+}
