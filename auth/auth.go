@@ -186,3 +186,14 @@ func NewToken() (token, hash string, err error) {
 
 // ErrSession is any problem with a session cookie: missing, forged, expired.
 var ErrSession = errors.New("invalid session")
+
+// AddEphemeral adds a principal with a fresh token that lives only in this
+// process (the demo's in-process worker) and returns the token.
+func (s *Store) AddEphemeral(name, role string) (string, error) {
+	token, hash, err := NewToken()
+	if err != nil {
+		return "", err
+	}
+	s.principals = append(s.principals, &Principal{Name: name, Role: role, TokenHash: hash})
+	return token, nil
+}

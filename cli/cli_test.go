@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tidelinehq/tideline/auth"
 )
 
 // runCLI runs one command in-process with the given environment.
@@ -84,4 +87,39 @@ func TestMigrateTwice(t *testing.T) {
 	out, _, err = runCLI(t, nil, "migrate", "--database", dbURL)
 	require.NoError(t, err)
 	require.Equal(t, "Database is up to date.\n", out)
+}
+
+func TestServeRefusesNonLoopbackWithoutTokens(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		_, _, err := runCLI(t, nil, "serve", "--addr", addr, "--database", "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+		var usage *UsageError
+		require.ErrorAs(t, err, &usage, addr)
+		require.Contains(t, err.Error(), "refusing to serve")
+		require.Contains(t, err.Error(), "tideline token create")
+	}
+	_, _, err := runCLI(t, map[string]string{"TIDELINE_TOKENS": "principals: [{name: x, role: root}]"}, "serve")
+	var usage *UsageError
+	require.ErrorAs(t, err, &usage, "a broken tokens document is a configuration error")
+}
+
+func TestTokenCreate(t *testing.T) {
+	t.Parallel()
+	out, _, err := runCLI(t, nil, "token", "create", "--name", "ci-bot", "--role", "operator", "--namespace", "payments")
+	require.NoError(t, err)
+	lines := strings.Split(out, "\n")
+	token := strings.TrimSpace(lines[1])
+	require.True(t, strings.HasPrefix(token, "tl_"), out)
+	entry := out[strings.Index(out, "  - name"):]
+	store, err := auth.Parse([]byte("principals:\n" + entry))
+	require.NoError(t, err, "the printed entry is a valid tokens file")
+	p, ok := store.Authenticate(token)
+	require.True(t, ok)
+	require.Equal(t, "operator", p.Role)
+	require.Equal(t, []string{"payments"}, p.Namespaces)
+	require.NotContains(t, entry, token, "the file holds only the hash")
+
+	_, _, err = runCLI(t, nil, "token", "create", "--name", "x", "--role", "root")
+	var usage *UsageError
+	require.ErrorAs(t, err, &usage)
 }

@@ -1,17 +1,269 @@
 package handlers
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/auth"
+	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
 )
 
-// Console serves the operator console's pages.
+// Console serves the operator console (SPEC §8) under /waterline. Like the
+// JSON API it only adapts requests: every rule lives in the service, and the
+// handlers turn its results into the view models of views/.
 type Console struct {
+	Service *scheduling.Service
 	Version string
+	// Namespace, when set, is the only namespace this server serves.
+	Namespace string
+	// Clock is "now" for relative times, previews and backfill defaults.
+	Clock scheduling.Clock
+}
+
+// Cookies of the console; both are scoped to /waterline.
+const (
+	namespaceCookie = "tideline_ns"
+	flashCookie     = "tideline_flash"
+	consolePrefix   = "/waterline"
+)
+
+// csrfToken is the token echo's CSRF middleware stores under "csrf", or ""
+// while that middleware is off. Every form renders it as _csrf.
+func csrfToken(c echo.Context) string {
+	token, _ := c.Get("csrf").(string)
+	return token
+}
+
+// isHX reports whether htmx sent the request (it then wants a fragment).
+func isHX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
+
+// request is one console request: its namespace and the clock reading every
+// relative time on the page is computed from.
+type request struct {
+	h   *Console
+	c   echo.Context
+	ns  string
+	now time.Time
+	// nsInURL says the namespace came from ?namespace=; the URLs the page
+	// builds carry it on, so that the forms act in the namespace shown.
+	nsInURL bool
+}
+
+func (h *Console) begin(c echo.Context) (*request, error) {
+	r := &request{h: h, c: c, now: h.now()}
+	switch {
+	case h.Namespace != "":
+		r.ns = h.Namespace
+	case c.QueryParam("namespace") != "":
+		r.ns, r.nsInURL = c.QueryParam("namespace"), true
+		if !scheduling.ValidNamespace(r.ns) {
+			return nil, scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		}
+	default:
+		r.ns = defaultNamespace(c)
+		if p := PrincipalFrom(c); p != nil && checkNamespace(c, r.ns) != nil && len(p.Namespaces) > 0 {
+			r.ns = p.Namespaces[0] // bound to several, none of them "default"
+		}
+		// A cookie with a bad value (edited by hand, or a namespace this
+		// viewer may not see) is ignored, not fatal.
+		if ck, err := c.Cookie(namespaceCookie); err == nil && scheduling.ValidNamespace(ck.Value) && checkNamespace(c, ck.Value) == nil {
+			r.ns = ck.Value
+		}
+	}
+	// A namespace the viewer is not bound to is absent: 404, never 403.
+	if err := checkNamespace(c, r.ns); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// canOperate and canAdmin are the viewer's role (SPEC §9): actions it may
+// not take are not shown. Without authentication everything is allowed.
+func (r *request) canOperate() bool { return Can(r.c, auth.Operate) }
+func (r *request) canAdmin() bool   { return Can(r.c, auth.Admin) }
+
+func (h *Console) now() time.Time {
+	if h.Clock == nil {
+		return time.Now()
+	}
+	return h.Clock.Now()
+}
+
+// url builds a console URL: path plus the non-empty query pairs (key,
+// value, key, value…), and the namespace when it came from the query.
+func (r *request) url(path string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if r.nsInURL {
+		q.Set("namespace", r.ns)
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+func scheduleURL(id string) string { return consolePrefix + "/schedules/" + url.PathEscape(id) }
+func runURL(id string) string      { return consolePrefix + "/runs/" + url.PathEscape(id) }
+
+// layout is the page frame; it takes (and clears) the pending flash message.
+func (r *request) layout(title, nav string) views.LayoutView {
+	l := views.LayoutView{
+		Title: title, Version: r.h.Version, Nav: nav, Namespace: r.ns,
+		CSRFToken: csrfToken(r.c), Flash: takeFlash(r.c),
+	}
+	if actor, ok := r.c.Get(ActorKey).(string); ok {
+		l.User = actor
+	}
+	l.Banner, _ = r.c.Get(BannerKey).(string)
+	if p := PrincipalFrom(r.c); p != nil && p != auth.Local {
+		l.LogoutURL = consolePrefix + "/logout"
+	}
+	// A viewer bound to a few namespaces can switch between them; for one
+	// who sees every namespace there is no list to offer.
+	if p := PrincipalFrom(r.c); p != nil && !p.AllNamespaces() && r.h.Namespace == "" {
+		for _, ns := range p.Namespaces {
+			l.Namespaces = append(l.Namespaces, views.Link{Label: ns, URL: consolePrefix + "/namespace?namespace=" + url.QueryEscape(ns)})
+		}
+	}
+	return l
+}
+
+func (r *request) cc(reason string) *scheduling.CommandContext {
+	return commandContext(r.c, "ui", reason)
 }
 
 // Home is the console's landing page.
 func (h *Console) Home(c echo.Context) error {
-	return ok(c, views.Home(views.LayoutView{Title: "Tideline", Version: h.Version}))
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	return ok(c, views.Home(r.layout("Tideline", "")))
+}
+
+// SwitchNamespace answers GET /waterline/namespace?namespace=…: it remembers
+// the choice in a cookie and opens the registry of that namespace.
+func (h *Console) SwitchNamespace(c echo.Context) error {
+	ns := c.QueryParam("namespace")
+	if h.Namespace == "" {
+		if !scheduling.ValidNamespace(ns) {
+			return scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		}
+		if err := checkNamespace(c, ns); err != nil {
+			return err
+		}
+		c.SetCookie(&http.Cookie{Name: namespaceCookie, Value: ns, Path: consolePrefix, MaxAge: 365 * 24 * 3600,
+			HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	}
+	return c.Redirect(http.StatusSeeOther, consolePrefix+"/schedules")
+}
+
+// The flash message lives for one redirect in a short-lived cookie: the
+// next page render shows it and clears it. No server-side session needed.
+
+func setFlash(c echo.Context, f views.Flash) {
+	body, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString(body), Path: consolePrefix,
+		MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+}
+
+func takeFlash(c echo.Context) *views.Flash {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil {
+		return nil
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePrefix, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	body, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil {
+		return nil
+	}
+	var f views.Flash
+	if json.Unmarshal(body, &f) != nil || f.Message == "" {
+		return nil
+	}
+	if f.Kind != "ok" {
+		f.Kind = "error"
+	}
+	if _, local := localPath(f.LinkURL); !local {
+		f.LinkURL, f.LinkLabel = "", ""
+	}
+	return &f
+}
+
+// localPath accepts only console paths (/waterline/…), so that return_to
+// and flash links can never send the browser to another site.
+func localPath(raw string) (string, bool) {
+	if raw == "" || strings.ContainsAny(raw, "\\\r\n") || strings.HasPrefix(raw, "//") {
+		return "", false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return "", false
+	}
+	// Judge the path a browser would resolve ("/waterline/../x" is "/x").
+	clean := path.Clean(u.Path)
+	if clean != consolePrefix && !strings.HasPrefix(clean, consolePrefix+"/") || strings.HasPrefix(clean, consolePrefix+"/api/") {
+		return "", false
+	}
+	return u.RequestURI(), true
+}
+
+// returnTo is where a no-JS post goes back to: the posted return_to, else
+// the page the form was on (Referer), else fallback.
+func (r *request) returnTo(fallback string) string {
+	if p, ok := localPath(r.c.FormValue("return_to")); ok {
+		return p
+	}
+	if ref, err := url.Parse(r.c.Request().Referer()); err == nil && ref.Host == r.c.Request().Host {
+		if p, ok := localPath(ref.RequestURI()); ok {
+			return p
+		}
+	}
+	return fallback
+}
+
+// redirect ends a no-JS post: 303 to target with a flash message.
+func (r *request) redirect(target string, f views.Flash) error {
+	setFlash(r.c, f)
+	return r.c.Redirect(http.StatusSeeOther, target)
+}
+
+// refusal is the message of an error the user can act on (a conflict such
+// as "already paused", or a validation error); other errors are not.
+func refusal(err error) (string, int, bool) {
+	var conf *scheduling.ConflictError
+	var val *scheduling.ValidationError
+	switch {
+	case errors.As(err, &conf):
+		return conf.Message, http.StatusConflict, true
+	case errors.As(err, &val):
+		return validationText(val), http.StatusUnprocessableEntity, true
+	}
+	return "", 0, false
+}
+
+func validationText(v *scheduling.ValidationError) string {
+	parts := make([]string, 0, len(v.Fields))
+	for _, kv := range sortedPairs(v.Fields) {
+		parts = append(parts, kv.Key+": "+kv.Value)
+	}
+	return strings.Join(parts, "; ")
 }

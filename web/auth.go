@@ -5,16 +5,16 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
 
 	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/scheduling"
 )
-
-// SessionCookie is the console's session cookie name.
-const SessionCookie = "tideline_session"
 
 // Auth configures authentication. With no tokens in Store the server runs
 // in local mode: it serves loopback clients only, all as admin.
@@ -124,7 +124,7 @@ func (g *guard) console(perm auth.Permission) echo.MiddlewareFunc {
 
 // sessionPrincipal resolves the session cookie to a configured principal.
 func (g *guard) sessionPrincipal(c echo.Context) *auth.Principal {
-	cookie, err := c.Cookie(SessionCookie)
+	cookie, err := c.Cookie(handlers.SessionCookie)
 	if err != nil || g.Sessions == nil {
 		return nil
 	}
@@ -137,4 +137,35 @@ func (g *guard) sessionPrincipal(c echo.Context) *auth.Principal {
 		return nil
 	}
 	return p
+}
+
+// csrf requires the CSRF token on every state-changing console request:
+// the _csrf cookie must match the _csrf form field or X-CSRF-Token header.
+func csrf(a Auth) echo.MiddlewareFunc {
+	return middleware.CSRFWithConfig(middleware.CSRFConfig{
+		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
+		CookieName:     "_csrf",
+		CookiePath:     "/waterline",
+		CookieHTTPOnly: true,
+		CookieSameSite: http.SameSiteLaxMode,
+		CookieSecure:   a.SecureCookies,
+		ContextKey:     "csrf",
+		ErrorHandler: func(err error, c echo.Context) error {
+			return echo.NewHTTPError(http.StatusForbidden, "the form expired or came from another site (CSRF token missing or wrong); reload the page and try again")
+		},
+	})
+}
+
+// loginRateLimit slows token guessing: 10 attempts per minute per client
+// address (the connection's, see NewServer's IP extractor), bursts of 5.
+func loginRateLimit() echo.MiddlewareFunc {
+	store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+		Rate: rate.Limit(10.0 / 60.0), Burst: 5, ExpiresIn: 10 * time.Minute,
+	})
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: store,
+		DenyHandler: func(c echo.Context, _ string, _ error) error {
+			return echo.NewHTTPError(http.StatusTooManyRequests, "too many sign-in attempts; wait a minute")
+		},
+	})
 }

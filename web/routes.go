@@ -5,18 +5,22 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/static"
 )
 
-// registerRoutes lists every route of the server in one place.
+// registerRoutes lists every route of the server in one place, each with
+// the permission it needs (auth.Read, auth.Operate, auth.Admin, auth.Work).
 func registerRoutes(e *echo.Echo, d Deps) {
+	g := &guard{Auth: d.Auth, clock: d.Clock}
+	read, operate, admin, work := g.api(auth.Read), g.api(auth.Operate), g.api(auth.Admin), g.api(auth.Work)
+
 	health := &handlers.Health{DB: d.DB}
 	e.GET("/healthz", health.Live)
 	e.GET("/readyz", health.Ready)
-
 	if d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()), read)
 	}
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", static.Handler())))
 
@@ -24,41 +28,70 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	// The same handlers answer under /waterline/api/v2 and, for clients that
 	// pass the namespace in X-Namespace, under /api.
 	for _, prefix := range []string{"/waterline/api/v2", "/api"} {
-		g := e.Group(prefix)
-		g.GET("/schedules", api.ListSchedules)
-		g.POST("/schedules", api.CreateSchedule)
-		g.POST("/schedules/preview", api.Preview)
-		r := g.GET("/schedules/:schedule_id", api.GetSchedule)
+		a := e.Group(prefix)
+		a.GET("/schedules", api.ListSchedules, read)
+		a.POST("/schedules", api.CreateSchedule, admin)
+		a.POST("/schedules/preview", api.Preview, read)
+		r := a.GET("/schedules/:schedule_id", api.GetSchedule, read)
 		if prefix == "/waterline/api/v2" {
 			r.Name = "api.schedule"
 		}
-		g.PATCH("/schedules/:schedule_id", api.UpdateSchedule)
-		g.DELETE("/schedules/:schedule_id", api.DeleteSchedule)
-		g.POST("/schedules/:schedule_id/pause", api.PauseSchedule)
-		g.POST("/schedules/:schedule_id/resume", api.ResumeSchedule)
-		g.POST("/schedules/:schedule_id/trigger", api.TriggerSchedule)
-		g.POST("/schedules/:schedule_id/backfill", api.BackfillSchedule)
-		g.GET("/schedules/:schedule_id/history", api.ScheduleHistory)
-		g.GET("/schedules/:schedule_id/runs", api.ScheduleRuns)
-		g.GET("/runs", api.ListRuns)
-		g.GET("/runs/:run_id", api.GetRun)
-		g.POST("/runs/:run_id/cancel", api.CancelRun)
-		g.POST("/runs/:run_id/terminate", api.TerminateRun)
-		g.POST("/tick", api.Tick)
+		a.PATCH("/schedules/:schedule_id", api.UpdateSchedule, admin)
+		a.DELETE("/schedules/:schedule_id", api.DeleteSchedule, admin)
+		a.POST("/schedules/:schedule_id/pause", api.PauseSchedule, operate)
+		a.POST("/schedules/:schedule_id/resume", api.ResumeSchedule, operate)
+		a.POST("/schedules/:schedule_id/trigger", api.TriggerSchedule, operate)
+		a.POST("/schedules/:schedule_id/backfill", api.BackfillSchedule, operate)
+		a.GET("/schedules/:schedule_id/history", api.ScheduleHistory, read)
+		a.GET("/schedules/:schedule_id/runs", api.ScheduleRuns, read)
+		a.GET("/runs", api.ListRuns, read)
+		a.GET("/runs/:run_id", api.GetRun, read)
+		a.POST("/runs/:run_id/cancel", api.CancelRun, operate)
+		a.POST("/runs/:run_id/terminate", api.TerminateRun, operate)
+		a.POST("/tick", api.Tick, admin)
 	}
-
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
 
 	worker := &handlers.Worker{Service: d.Service, Namespace: d.Namespace}
 	for _, prefix := range []string{"/waterline/api/v2/worker", "/api/v2/worker"} {
-		g := e.Group(prefix)
-		g.POST("/poll", worker.Poll)
-		g.POST("/runs/:run_id/heartbeat", worker.Heartbeat)
-		g.POST("/runs/:run_id/complete", worker.Complete)
-		g.POST("/runs/:run_id/fail", worker.Fail)
+		w := e.Group(prefix, work)
+		w.POST("/poll", worker.Poll)
+		w.POST("/runs/:run_id/heartbeat", worker.Heartbeat)
+		w.POST("/runs/:run_id/complete", worker.Complete)
+		w.POST("/runs/:run_id/fail", worker.Fail)
 	}
 
-	console := &handlers.Console{Version: d.Version}
+	// The console: session cookies (or local mode), and a CSRF token on
+	// every state change. The API above takes bearer tokens only, so it
+	// needs no CSRF token.
+	cRead, cOperate, cAdmin := g.console(auth.Read), g.console(auth.Operate), g.console(auth.Admin)
+	console := &handlers.Console{Service: d.Service, Version: d.Version, Namespace: d.Namespace, Clock: d.Clock}
+	login := &handlers.Login{Store: d.Auth.Store, Sessions: d.Auth.Sessions, Clock: d.Clock, Version: d.Version, Secure: d.Auth.secure}
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/waterline") })
-	e.GET("/waterline", console.Home)
+	w := e.Group("/waterline", csrf(d.Auth))
+	w.GET("", console.Home, cRead)
+	w.GET("/login", login.Form)
+	w.POST("/login", login.Submit, loginRateLimit())
+	w.POST("/logout", login.Logout)
+	w.GET("/namespace", console.SwitchNamespace, cRead)
+	w.GET("/schedules", console.Registry, cRead)
+	w.POST("/schedules", console.CreateSchedule, cAdmin)
+	w.GET("/schedules/new", console.NewSchedule, cAdmin)
+	w.POST("/schedules/preview", console.Preview, cRead)
+	w.POST("/schedules/bulk", console.Bulk, cOperate)
+	w.GET("/schedules/:schedule_id", console.Detail, cRead)
+	w.GET("/schedules/:schedule_id/edit", console.EditSchedule, cAdmin)
+	w.POST("/schedules/:schedule_id/edit", console.UpdateSchedule, cAdmin)
+	w.POST("/schedules/:schedule_id/pause", console.Pause, cOperate)
+	w.POST("/schedules/:schedule_id/resume", console.Resume, cOperate)
+	w.POST("/schedules/:schedule_id/trigger", console.Trigger, cOperate)
+	w.GET("/schedules/:schedule_id/delete", console.DeleteConfirm, cAdmin)
+	w.POST("/schedules/:schedule_id/delete", console.Delete, cAdmin)
+	w.GET("/schedules/:schedule_id/backfill", console.BackfillForm, cOperate)
+	w.POST("/schedules/:schedule_id/backfill", console.Backfill, cOperate)
+	w.GET("/schedules/:schedule_id/history", console.History, cRead)
+	w.GET("/runs", console.Runs, cRead)
+	w.GET("/runs/:run_id", console.Run, cRead)
+	w.POST("/runs/:run_id/cancel", console.CancelRun, cOperate)
+	w.POST("/runs/:run_id/terminate", console.TerminateRun, cOperate)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -43,6 +44,22 @@ func NewServer(d Deps) *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
+	// Client addresses (rate limits) come from the connection, unless a
+	// trusted proxy in front of us says otherwise.
+	e.IPExtractor = echo.ExtractIPDirect()
+	if d.Auth.TrustProxy {
+		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+	}
+	if d.Auth.Store == nil {
+		d.Auth.Store = &auth.Store{}
+	}
+	if d.Auth.Sessions == nil {
+		sessions, err := auth.NewSessions("", 0)
+		if err != nil {
+			panic(err) // only if the OS has no randomness
+		}
+		d.Auth.Sessions = sessions
+	}
 
 	e.Use(middleware.RequestID())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{

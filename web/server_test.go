@@ -24,6 +24,7 @@ func newServer(t *testing.T, db *bun.DB) http.Handler {
 func get(t *testing.T, h http.Handler, path string, header map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.RemoteAddr = "127.0.0.1:40000"
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -1,0 +1,165 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/views"
+)
+
+// datetime-local values: wall times without a zone, read in the schedule's.
+var localLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02 15:04:05"}
+
+const localLayout = "2006-01-02T15:04"
+
+// backfillListed caps the occurrences listed on the page; the count is
+// always the full one.
+const backfillListed = 500
+
+func parseLocal(raw string, loc *time.Location) (time.Time, bool) {
+	for _, layout := range localLayouts {
+		if t, err := time.ParseInLocation(layout, raw, loc); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// scheduleZone is where a schedule's wall times live.
+func scheduleZone(s *models.Schedule) *time.Location {
+	if compiled, err := scheduling.Compile(s.Spec); err == nil {
+		return compiled.Location()
+	}
+	return zoneOf(s.Spec.Timezone)
+}
+
+func (r *request) backfillView(s *models.Schedule) views.BackfillView {
+	tz := s.Spec.Timezone
+	if tz == "" {
+		tz = "UTC"
+	}
+	return views.BackfillView{ScheduleID: s.ScheduleID, ScheduleURL: r.url(scheduleURL(s.ScheduleID)),
+		Action: r.url(scheduleURL(s.ScheduleID) + "/backfill"), Timezone: tz, DefaultOverlapPolicy: s.OverlapPolicy,
+		Errors: map[string]string{}}
+}
+
+func (r *request) renderBackfill(status int, v views.BackfillView) error {
+	if isHX(r.c) {
+		return Render(r.c, status, views.BackfillPanel(csrfToken(r.c), v))
+	}
+	return Render(r.c, status, views.BackfillPage(r.layout("Backfill "+v.ScheduleID, "schedules"), v))
+}
+
+func (r *request) backfillable(id string) (*models.Schedule, error) {
+	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Status == models.StatusDeleted {
+		return nil, &scheduling.ConflictError{Code: "schedule_deleted", Message: fmt.Sprintf("schedule %q is deleted", id)}
+	}
+	return s, nil
+}
+
+// BackfillForm answers GET /waterline/schedules/{id}/backfill, proposing
+// the last 24 hours.
+func (h *Console) BackfillForm(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	s, err := r.backfillable(c.Param("schedule_id"))
+	if err != nil {
+		return err
+	}
+	v := r.backfillView(s)
+	to := r.now.In(scheduleZone(s)).Truncate(time.Minute)
+	v.From, v.To = to.Add(-24*time.Hour).Format(localLayout), to.Format(localLayout)
+	return r.renderBackfill(http.StatusOK, v)
+}
+
+// Backfill answers POST /waterline/schedules/{id}/backfill: with dry_run=1
+// it lists the occurrences; the confirmation posts the same range without
+// it and starts them.
+func (h *Console) Backfill(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	s, err := r.backfillable(c.Param("schedule_id"))
+	if err != nil {
+		return err
+	}
+	v := r.backfillView(s)
+	v.From, v.To = strings.TrimSpace(c.FormValue("from")), strings.TrimSpace(c.FormValue("to"))
+	v.OverlapPolicy = c.FormValue("overlap_policy")
+	dryRun := c.FormValue("dry_run") == "1" || c.FormValue("dry_run") == "true"
+
+	loc := scheduleZone(s)
+	in := scheduling.BackfillInput{OverlapPolicy: v.OverlapPolicy, DryRun: dryRun, CommandContext: r.cc("")}
+	for _, field := range []struct {
+		name, raw string
+		dst       *time.Time
+	}{{"from", v.From, &in.From}, {"to", v.To, &in.To}} {
+		t, ok := parseLocal(field.raw, loc)
+		switch {
+		case field.raw == "":
+			v.Errors[field.name] = "is required"
+		case !ok:
+			v.Errors[field.name] = "must be a date and time, e.g. 2026-07-01T00:00"
+		default:
+			*field.dst = t
+		}
+	}
+	if len(v.Errors) > 0 {
+		return r.renderBackfill(http.StatusUnprocessableEntity, v)
+	}
+	rep, err := h.Service.Backfill(c.Request().Context(), r.ns, s.ScheduleID, in)
+	if err != nil {
+		var val *scheduling.ValidationError
+		var conf *scheduling.ConflictError
+		switch {
+		case errors.As(err, &val):
+			for k, msg := range val.Fields {
+				switch k {
+				case "from", "to", "overlap_policy":
+					v.Errors[k] = msg
+				default:
+					v.Errors[""] = strings.TrimPrefix(v.Errors[""]+"; ", "; ") + k + ": " + msg
+				}
+			}
+			return r.renderBackfill(http.StatusUnprocessableEntity, v)
+		case errors.As(err, &conf):
+			v.Errors[""] = conf.Message
+			return r.renderBackfill(http.StatusConflict, v)
+		}
+		return err
+	}
+	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences}
+	if !dryRun {
+		res.Count = len(rep.Results)
+	}
+	for i, o := range rep.Results {
+		if i == backfillListed {
+			res.NotListed = len(rep.Results) - backfillListed
+			break
+		}
+		ov := views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID}
+		if !dryRun {
+			ov.Outcome, ov.RunID, ov.Reason = o.Outcome, o.RunID, o.Reason
+			if o.RunID != "" {
+				ov.RunURL = r.url(runURL(o.RunID))
+			}
+		}
+		res.Occurrences = append(res.Occurrences, ov)
+	}
+	v.Result = res
+	return r.renderBackfill(http.StatusOK, v)
+}

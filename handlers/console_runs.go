@@ -1,0 +1,205 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/views"
+)
+
+const runsPath = consolePrefix + "/runs"
+
+// runRow is one run in a list. Runs have no zone of their own: UTC.
+func (r *request) runRow(run *models.Run) views.RunRowView {
+	row := views.RunRowView{
+		RunID: run.ID, RunURL: r.url(runURL(run.ID)), InstanceID: run.InstanceID, WorkflowType: run.WorkflowType,
+		Status: run.Status, Trigger: run.Trigger,
+		CreatedAt: moment(run.CreatedAt, zoneOf(""), r.now), StartedAt: momentPtr(run.StartedAt, zoneOf(""), r.now),
+		ClosedAt: momentPtr(run.FinishedAt, zoneOf(""), r.now), Duration: runDuration(run),
+	}
+	if run.ScheduleID != nil {
+		row.Schedule = views.Link{Label: *run.ScheduleID, URL: r.url(scheduleURL(*run.ScheduleID))}
+	}
+	return row
+}
+
+func runDuration(run *models.Run) string {
+	if run.StartedAt == nil || run.FinishedAt == nil {
+		return ""
+	}
+	return durationText(run.FinishedAt.Sub(*run.StartedAt))
+}
+
+// Runs answers GET /waterline/runs (?status=&schedule_id=&cursor=).
+func (h *Console) Runs(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	status, scheduleID, cursor, limitRaw := c.QueryParam("status"), strings.TrimSpace(c.QueryParam("schedule_id")), c.QueryParam("cursor"), c.QueryParam("limit")
+	v := views.RunsView{
+		Filters:  views.RunFilters{Action: runsPath, Status: status, ScheduleID: scheduleID},
+		Filtered: status != "" || scheduleID != "", ClearFiltersURL: r.url(runsPath),
+	}
+	var statuses []string
+	if status != "" {
+		statuses = []string{status}
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	var page *scheduling.RunPage
+	if err == nil {
+		page, err = h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{
+			Namespace: r.ns, ScheduleID: scheduleID, Statuses: statuses, Cursor: cursor, Limit: int(limit)})
+	}
+	l := r.layout("Runs", "runs")
+	if err != nil {
+		var val *scheduling.ValidationError
+		switch {
+		case errors.As(err, &val):
+			l.Flash = &views.Flash{Kind: "error", Message: "Cannot list runs: " + validationText(val)}
+		case errors.Is(err, scheduling.ErrNotFound) && scheduleID != "":
+			// Filtering by a schedule that does not exist (here) simply
+			// matches nothing; say so rather than showing an error page.
+			l.Flash = &views.Flash{Kind: "error", Message: fmt.Sprintf("No schedule %q in namespace %q.", scheduleID, r.ns)}
+		default:
+			return err
+		}
+		return Render(c, http.StatusUnprocessableEntity, views.RunsPage(l, v))
+	}
+	for i := range page.Runs {
+		v.Rows = append(v.Rows, r.runRow(&page.Runs[i]))
+	}
+	if page.HasMore {
+		v.Pager.NextURL = r.url(runsPath, "status", status, "schedule_id", scheduleID, "cursor", page.NextCursor, "limit", limitRaw)
+	}
+	if cursor != "" {
+		v.Pager.FirstURL = r.url(runsPath, "status", status, "schedule_id", scheduleID, "limit", limitRaw)
+	}
+	return ok(c, views.RunsPage(l, v))
+}
+
+// Run answers GET /waterline/runs/{run_id}: the run and its own history.
+func (h *Console) Run(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	d, err := h.Service.DescribeRun(c.Request().Context(), r.ns, c.Param("run_id"))
+	if err != nil {
+		return err
+	}
+	return ok(c, views.RunDetailPage(r.layout("Run "+d.Run.ID, "runs"), r.runDetail(d)))
+}
+
+func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
+	run := d.Run
+	// Times of a scheduled run read best in its schedule's zone, which the
+	// provenance event records.
+	loc := zoneOf("")
+	for _, e := range d.Events {
+		if e.EventType == scheduling.RunEventScheduleTriggered {
+			var p struct {
+				Timezone string `json:"timezone"`
+			}
+			if json.Unmarshal(e.Payload, &p) == nil {
+				loc = zoneOf(p.Timezone)
+			}
+		}
+	}
+	active := run.Active()
+	v := views.RunDetailView{
+		RunID: run.ID, InstanceID: run.InstanceID, Namespace: run.Namespace, WorkflowType: run.WorkflowType,
+		WorkflowClass: run.WorkflowClass, Status: run.Status, Trigger: run.Trigger,
+		OccurrenceTime: momentPtr(run.OccurrenceTime, loc, r.now), Connection: run.Connection, Queue: run.Queue,
+		WorkerID: deref(run.WorkerID), CreatedAt: moment(run.CreatedAt, loc, r.now),
+		StartedAt: momentPtr(run.StartedAt, loc, r.now), ClosedAt: momentPtr(run.FinishedAt, loc, r.now),
+		Duration: runDuration(run), CancelRequested: run.CancelRequestedAt != nil && active,
+		Input: prettyJSON(run.Input), Output: prettyJSON(run.Output),
+		FailureMessage: deref(run.FailureMessage), FailureType: deref(run.FailureType),
+		CanCancel: active && run.CancelRequestedAt == nil && r.canOperate(), CanTerminate: active && r.canOperate(),
+		CancelURL: r.url(runURL(run.ID) + "/cancel"), TerminateURL: r.url(runURL(run.ID) + "/terminate"),
+	}
+	if run.Attempt > 0 {
+		v.Attempt = strconv.Itoa(run.Attempt)
+	}
+	if active {
+		v.LeaseExpiresAt = momentPtr(run.LeaseExpiresAt, loc, r.now)
+	}
+	if run.ScheduleID != nil {
+		v.Schedule = views.Link{Label: *run.ScheduleID, URL: r.url(scheduleURL(*run.ScheduleID))}
+	}
+	for _, e := range d.Events {
+		v.Events = append(v.Events, r.runEvent(e, loc))
+	}
+	return v
+}
+
+func (r *request) runEvent(e models.RunEvent, loc *time.Location) views.RunEventView {
+	ev := views.RunEventView{Sequence: e.Sequence, EventType: e.EventType, Payload: prettyJSON(e.Payload),
+		RecordedAt: eventMoment(e.RecordedAt, loc, r.now)}
+	var p map[string]any
+	_ = json.Unmarshal(e.Payload, &p)
+	str := func(k string) string { s, _ := p[k].(string); return s }
+	switch e.EventType {
+	case scheduling.RunEventScheduleTriggered:
+		id := str("schedule_id")
+		ev.Summary = fmt.Sprintf("Started by schedule %s (trigger #%v, policy %s)", id, p["trigger_number"], str("overlap_policy"))
+		if id != "" {
+			ev.Links = append(ev.Links, views.Link{Label: "Schedule " + id, URL: r.url(scheduleURL(id))})
+		}
+	case scheduling.RunEventFailed:
+		ev.Summary = strings.TrimPrefix(str("type")+": "+str("message"), ": ")
+	case scheduling.RunEventTimedOut:
+		ev.Summary = str("timeout") + " timeout"
+	default:
+		if reason := str("reason"); reason != "" {
+			ev.Summary = "reason: " + reason
+		}
+	}
+	return ev
+}
+
+// CancelRun answers POST /waterline/runs/{run_id}/cancel.
+func (h *Console) CancelRun(c echo.Context) error {
+	return h.runAction(c, h.Service.CancelRun, "Cancellation requested.")
+}
+
+// TerminateRun answers POST /waterline/runs/{run_id}/terminate (reason).
+func (h *Console) TerminateRun(c echo.Context) error {
+	return h.runAction(c, h.Service.TerminateRun, "Run terminated.")
+}
+
+func (h *Console) runAction(c echo.Context, action func(ctx context.Context, ns, runID string, cc *scheduling.CommandContext) (*models.Run, error), done string) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("run_id")
+	target := r.url(runURL(id))
+	_, err = action(c.Request().Context(), r.ns, id, r.cc(strings.TrimSpace(c.FormValue("reason"))))
+	if err != nil {
+		msg, _, known := refusal(err)
+		if !known {
+			return err
+		}
+		return r.redirect(target, views.Flash{Kind: "error", Message: msg})
+	}
+	run, err := h.Service.GetRun(c.Request().Context(), r.ns, id)
+	if err != nil {
+		return err
+	}
+	if run.Status == models.RunCancelled {
+		done = "Run cancelled: no worker had claimed it yet."
+	}
+	return r.redirect(target, views.Flash{Kind: "ok", Message: done})
+}

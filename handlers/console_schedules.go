@@ -1,0 +1,413 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/views"
+)
+
+const registryPath = consolePrefix + "/schedules"
+
+// actions sets the Can* flags from the schedule's status: only what the
+// service would accept is offered. (Roles narrow this further once
+// authentication exists.)
+func (r *request) actions(s *models.Schedule, returnTo string) views.ScheduleActions {
+	base := scheduleURL(s.ScheduleID)
+	a := views.ScheduleActions{
+		ScheduleID: s.ScheduleID, OverlapPolicy: s.OverlapPolicy, ReturnTo: returnTo,
+		PauseURL: r.url(base + "/pause"), ResumeURL: r.url(base + "/resume"), TriggerURL: r.url(base + "/trigger"),
+		BackfillURL: r.url(base + "/backfill"), HistoryURL: r.url(base + "/history"), DeleteURL: r.url(base + "/delete"),
+		EditURL: r.url(base + "/edit"),
+	}
+	operate, admin := r.canOperate(), r.canAdmin()
+	switch s.Status {
+	case models.StatusActive:
+		a.CanPause, a.CanTrigger, a.CanBackfill = operate, operate, operate
+		a.CanDelete, a.CanEdit = admin, admin
+	case models.StatusPaused:
+		// A manual trigger of a paused schedule would only record a skip
+		// (status_not_triggerable), so it is not offered.
+		a.CanResume, a.CanBackfill = operate, operate
+		a.CanDelete, a.CanEdit = admin, admin
+	}
+	return a
+}
+
+// row is one registry row.
+func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView {
+	desc, tz := describeSpec(s.Spec)
+	loc := zoneOf(tz)
+	row := views.ScheduleRowView{
+		ScheduleID: s.ScheduleID, DetailURL: r.url(scheduleURL(s.ScheduleID)), WorkflowType: s.Action.WorkflowType,
+		SpecDescription: desc, Timezone: tz, Status: s.Status, Note: s.Note, Labels: sortedPairs(s.Labels),
+		NextFire:   momentPtr(s.NextFireAt, loc, r.now),
+		Overdue:    s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
+		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
+		Selectable: s.Status != models.StatusDeleted && r.canOperate(),
+		Actions:    r.actions(s, returnTo),
+	}
+	if len(s.RecentActions) > 0 {
+		last := s.RecentActions[0]
+		row.LastOutcome, row.LastAt, row.LastReason = last.Outcome, moment(last.FiredAt, loc, r.now), last.Reason
+	}
+	return row
+}
+
+// Registry answers GET /waterline/schedules: the full page, or just the
+// results for htmx (the 10 s refresh).
+func (h *Console) Registry(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	status, q, label, cursor, limitRaw := c.QueryParam("status"), c.QueryParam("q"), c.QueryParam("label"), c.QueryParam("cursor"), c.QueryParam("limit")
+	self := r.url(registryPath, "status", status, "q", q, "label", label, "cursor", cursor, "limit", limitRaw)
+	v := views.RegistryView{
+		Filters:    views.RegistryFilters{Action: registryPath, Status: status, Q: q, Label: label},
+		RefreshURL: self, BulkURL: r.url(registryPath + "/bulk"), CanBulk: r.canOperate(),
+		Filtered: status != "" || q != "" || label != "", ClearFiltersURL: r.url(registryPath),
+	}
+	if r.canAdmin() {
+		v.NewURL = r.url(registryPath + "/new")
+	}
+	var statuses []string
+	switch status {
+	case "":
+	case "all":
+		statuses = []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}
+	default:
+		statuses = []string{status}
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	var page *scheduling.SchedulePage
+	if err == nil {
+		page, err = h.Service.List(c.Request().Context(), scheduling.ListFilter{
+			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit)})
+	}
+	l := r.layout("Schedules", "schedules")
+	if err != nil {
+		// A bad filter or cursor keeps the page (and its filter form) with
+		// the message, so the operator can correct it.
+		var val *scheduling.ValidationError
+		if !errors.As(err, &val) || isHX(c) {
+			return err
+		}
+		l.Flash = &views.Flash{Kind: "error", Message: "Cannot list schedules: " + validationText(val)}
+		v.RefreshURL = ""
+		return Render(c, http.StatusUnprocessableEntity, views.RegistryPage(l, v))
+	}
+	for i := range page.Schedules {
+		v.Rows = append(v.Rows, r.row(&page.Schedules[i], self))
+	}
+	if page.HasMore {
+		v.Pager.NextURL = r.url(registryPath, "status", status, "q", q, "label", label, "cursor", page.NextCursor, "limit", limitRaw)
+	}
+	if cursor != "" {
+		v.Pager.FirstURL = r.url(registryPath, "status", status, "q", q, "label", label, "limit", limitRaw)
+	}
+	if isHX(c) {
+		return ok(c, views.RegistryResults(csrfToken(c), v))
+	}
+	return ok(c, views.RegistryPage(l, v))
+}
+
+// Bulk answers POST /waterline/schedules/bulk (ids…, action, reason).
+func (h *Console) Bulk(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return &BadRequestError{Code: "bad_request", Message: "could not read the form"}
+	}
+	back := r.returnTo(r.url(registryPath))
+	action, reason := form.Get("action"), strings.TrimSpace(form.Get("reason"))
+	var ids []string
+	seen := map[string]bool{}
+	for _, id := range form["ids"] {
+		if id = strings.TrimSpace(id); id != "" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	var verb string
+	switch action {
+	case "pause":
+		verb = "Paused"
+	case "resume":
+		verb = "Resumed"
+	default:
+		return r.redirect(back, views.Flash{Kind: "error", Message: "Choose Pause selected or Resume selected."})
+	}
+	if len(ids) == 0 {
+		return r.redirect(back, views.Flash{Kind: "error", Message: "Select at least one schedule first."})
+	}
+	var done int
+	var failed []string
+	for _, id := range ids {
+		if action == "pause" {
+			_, err = h.Service.Pause(c.Request().Context(), r.ns, id, reason, r.cc(reason))
+		} else {
+			_, err = h.Service.Resume(c.Request().Context(), r.ns, id, r.cc(reason))
+		}
+		if err == nil {
+			done++
+			continue
+		}
+		msg, _, known := refusal(err)
+		if !known && !errors.Is(err, scheduling.ErrNotFound) {
+			return err
+		}
+		if !known {
+			msg = "not found"
+		}
+		failed = append(failed, id+" ("+msg+")")
+	}
+	f := views.Flash{Kind: "ok", Message: fmt.Sprintf("%s %s.", verb, countWord(done, "schedule", "schedules"))}
+	if len(failed) > 0 {
+		f.Kind = "error"
+		f.Message += fmt.Sprintf(" Not changed: %s.", strings.Join(failed, "; "))
+	}
+	return r.redirect(back, f)
+}
+
+func countWord(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// finishRow answers a row action. With htmx: the re-read row with the
+// result in it (status 200, or 409/422 for a refusal, which htmx swaps
+// too). Without JavaScript: back to the page the form was on, with a flash.
+func (r *request) finishRow(id string, f views.Flash, outcome *views.TriggerOutcomeView, status int) error {
+	if !isHX(r.c) {
+		return r.redirect(r.returnTo(r.url(registryPath)), f)
+	}
+	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	if err != nil {
+		return err
+	}
+	returnTo, _ := localPath(r.c.FormValue("return_to"))
+	row := r.row(s, returnTo)
+	row.Outcome = outcome
+	if outcome == nil {
+		row.Notice = &f
+	}
+	return Render(r.c, status, views.ScheduleRow(csrfToken(r.c), row))
+}
+
+// rowResult turns a service answer into the row action's response: a
+// refusal (conflict, validation) is reported in place; anything else
+// (not found, internal) goes to the error handler.
+func (r *request) rowResult(id string, err error, success views.Flash) error {
+	if err == nil {
+		return r.finishRow(id, success, nil, http.StatusOK)
+	}
+	msg, status, known := refusal(err)
+	if !known {
+		return err
+	}
+	return r.finishRow(id, views.Flash{Kind: "error", Message: msg}, nil, status)
+}
+
+// Pause answers POST /waterline/schedules/{id}/pause (reason).
+func (h *Console) Pause(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	id, reason := c.Param("schedule_id"), strings.TrimSpace(c.FormValue("reason"))
+	_, err = h.Service.Pause(c.Request().Context(), r.ns, id, reason, r.cc(reason))
+	msg := "Paused " + id + "."
+	if reason != "" {
+		msg = fmt.Sprintf("Paused %s: %s", id, reason)
+	}
+	return r.rowResult(id, err, views.Flash{Kind: "ok", Message: msg})
+}
+
+// Resume answers POST /waterline/schedules/{id}/resume.
+func (h *Console) Resume(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("schedule_id")
+	_, err = h.Service.Resume(c.Request().Context(), r.ns, id, r.cc(""))
+	return r.rowResult(id, err, views.Flash{Kind: "ok", Message: "Resumed " + id + "; it fires next at its next occurrence from now."})
+}
+
+// Trigger answers POST /waterline/schedules/{id}/trigger (overlap_policy).
+func (h *Console) Trigger(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("schedule_id")
+	res, err := h.Service.Trigger(c.Request().Context(), r.ns, id, c.FormValue("overlap_policy"), r.cc(""))
+	if err != nil {
+		return r.rowResult(id, err, views.Flash{})
+	}
+	out := views.TriggerOutcomeView{Outcome: res.Outcome, RunID: res.RunID, InstanceID: res.InstanceID,
+		BufferDepth: res.BufferDepth, Reason: res.Reason}
+	f := views.Flash{Kind: "ok"}
+	switch res.Outcome {
+	case scheduling.OutcomeTriggered:
+		out.RunURL = r.url(runURL(res.RunID))
+		f.Message, f.LinkURL, f.LinkLabel = "Triggered "+id+": started run", out.RunURL, res.RunID
+	case scheduling.OutcomeBuffered:
+		f.Message = fmt.Sprintf("Buffered a run of %s: it starts when the running one finishes (%d waiting).", id, res.BufferDepth)
+	default:
+		f.Kind = "error"
+		f.Message = fmt.Sprintf("Did not start %s: skipped (%s).", id, strings.ReplaceAll(res.Reason, "_", " "))
+	}
+	return r.finishRow(id, f, &out, http.StatusOK)
+}
+
+// DeleteConfirm answers GET /waterline/schedules/{id}/delete: the
+// confirmation as a page of its own (deep links, no JavaScript).
+func (h *Console) DeleteConfirm(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	s, err := h.Service.Get(c.Request().Context(), r.ns, c.Param("schedule_id"))
+	if err != nil {
+		return err
+	}
+	return ok(c, views.DeleteConfirmPage(r.layout("Delete "+s.ScheduleID, "schedules"), r.deleteView(s, "")))
+}
+
+func (r *request) deleteView(s *models.Schedule, msg string) views.DeleteView {
+	return views.DeleteView{ScheduleID: s.ScheduleID, ScheduleURL: r.url(scheduleURL(s.ScheduleID)),
+		Action: r.url(scheduleURL(s.ScheduleID) + "/delete"), Error: msg}
+}
+
+// Delete answers POST /waterline/schedules/{id}/delete (confirm = the ID).
+func (h *Console) Delete(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("schedule_id")
+	if c.FormValue("confirm") != id {
+		s, err := h.Service.Get(c.Request().Context(), r.ns, id)
+		if err != nil {
+			return err
+		}
+		msg := "Type the schedule ID exactly (" + id + ") to delete it."
+		if isHX(c) {
+			return r.finishRow(id, views.Flash{Kind: "error", Message: msg}, nil, http.StatusUnprocessableEntity)
+		}
+		return Render(c, http.StatusUnprocessableEntity, views.DeleteConfirmPage(r.layout("Delete "+id, "schedules"), r.deleteView(s, msg)))
+	}
+	_, err = h.Service.Delete(c.Request().Context(), r.ns, id, r.cc(""))
+	return r.rowResult(id, err, views.Flash{Kind: "ok", Message: "Deleted " + id + ". It never fires again; its history stays readable.",
+		LinkURL: r.url(scheduleURL(id) + "/history"), LinkLabel: "History"})
+}
+
+// describe returns what the detail page shows. Unlike the API's describe,
+// the console also opens deleted schedules (read-only), so that the
+// registry's "deleted" filter leads somewhere and their history is a click
+// away.
+func (r *request) describe(id string) (*scheduling.Description, error) {
+	d, err := r.h.Service.Describe(r.c.Request().Context(), r.ns, id)
+	if !errors.Is(err, scheduling.ErrNotFound) {
+		return d, err
+	}
+	s, getErr := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	if getErr != nil || s.Status != models.StatusDeleted {
+		return nil, err
+	}
+	desc := ""
+	if compiled, cerr := scheduling.Compile(s.Spec); cerr == nil {
+		desc = compiled.Description()
+	}
+	return &scheduling.Description{Schedule: s, SpecDescription: desc}, nil
+}
+
+// Detail answers GET /waterline/schedules/{id}.
+func (h *Console) Detail(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	d, err := r.describe(c.Param("schedule_id"))
+	if err != nil {
+		return err
+	}
+	runs, err := h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{Namespace: r.ns, ScheduleID: d.Schedule.ScheduleID, Limit: 10})
+	if err != nil {
+		return err
+	}
+	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), r.detail(d, runs.Runs)))
+}
+
+func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {
+	s := d.Schedule
+	desc, tz := specSentence(d.SpecDescription, s.Spec.Timezone)
+	loc := zoneOf(tz)
+	self := r.url(scheduleURL(s.ScheduleID))
+	v := views.ScheduleDetailView{
+		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status,
+		SpecDescription: desc, Timezone: tz, CronExpressions: s.Spec.CronExpressions,
+		WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass, Input: prettyValue(s.Action.Input),
+		ExecutionTimeout: secondsText(s.Action.ExecutionTimeoutSeconds), RunTimeout: secondsText(s.Action.RunTimeoutSeconds),
+		OverlapPolicy: s.OverlapPolicy, Jitter: fmt.Sprintf("%d s", s.JitterSeconds),
+		MaxRuns: int64Text(s.MaxRuns), RemainingActions: int64Text(s.RemainingActions),
+		Connection: deref(s.Connection), Queue: deref(s.Queue),
+		Labels: sortedPairs(s.Labels), Memo: sortedPairs(s.Memo), SearchAttributes: sortedPairs(s.SearchAttributes),
+		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.FailuresCount, SkippedCount: s.SkippedTriggerCount,
+		LastSkipReason: deref(s.LastSkipReason), LastSkippedAt: momentPtr(s.LastSkippedAt, loc, r.now),
+		NextFire:    momentPtr(s.NextFireAt, loc, r.now),
+		Overdue:     s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
+		LastFiredAt: momentPtr(s.LastFiredAt, loc, r.now), LatestInstanceID: deref(s.LatestInstanceID),
+		PausedAt: momentPtr(s.PausedAt, loc, r.now), DeletedAt: momentPtr(s.DeletedAt, loc, r.now),
+		CreatedAt: moment(s.CreatedAt, loc, r.now), UpdatedAt: moment(s.UpdatedAt, loc, r.now),
+		RunsURL: r.url(consolePrefix+"/runs", "schedule_id", s.ScheduleID), HistoryURL: r.url(scheduleURL(s.ScheduleID) + "/history"),
+		Actions: r.actions(s, self),
+	}
+	for _, iv := range s.Spec.Intervals {
+		v.Intervals = append(v.Intervals, intervalText(iv))
+	}
+	if s.LatestRunID != nil {
+		v.LatestRun = views.Link{Label: *s.LatestRunID, URL: r.url(runURL(*s.LatestRunID))}
+	}
+	for _, t := range d.FutureFireTimes {
+		v.FutureFireTimes = append(v.FutureFireTimes, moment(t, loc, r.now))
+	}
+	for _, b := range s.BufferedActions {
+		v.BufferedActions = append(v.BufferedActions, views.BufferedActionView{InstanceID: b.InstanceID,
+			OccurrenceTime: moment(b.OccurrenceTime, loc, r.now), BufferedAt: moment(b.BufferedAt, loc, r.now)})
+	}
+	for _, a := range s.RecentActions {
+		ra := views.RecentActionView{InstanceID: a.InstanceID, Outcome: a.Outcome, FiredAt: moment(a.FiredAt, loc, r.now),
+			OccurrenceTime: absMoment(a.OccurrenceTime, loc), FireLag: fmt.Sprintf("%d ms", a.FireLagMs), Reason: a.Reason}
+		if a.RunID != "" {
+			ra.Run = views.Link{Label: a.RunID, URL: r.url(runURL(a.RunID))}
+		}
+		v.RecentActions = append(v.RecentActions, ra)
+	}
+	for i := range runs {
+		v.Runs = append(v.Runs, r.runRow(&runs[i]))
+	}
+	return v
+}
+
+// intervalText is an interval as the detail page lists it.
+func intervalText(iv models.Interval) string {
+	if iv.Offset == "" {
+		return "every " + iv.Every
+	}
+	return "every " + iv.Every + ", offset " + iv.Offset
+}

@@ -1,0 +1,252 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// apiPrefix is where the server mounts the worker protocol (SPEC §7).
+const apiPrefix = "/api/v2/worker"
+
+// maxResponseBytes bounds what the client reads from one answer, so that a
+// misrouted request (a proxy's HTML page, a huge file) cannot exhaust memory.
+const maxResponseBytes = 8 << 20
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	// BaseURL is the server's root, e.g. "http://127.0.0.1:8080"; a path
+	// prefix (a reverse proxy's mount point) is kept.
+	BaseURL string
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// Namespace is sent with every call; empty lets the server decide
+	// (its fixed namespace, else "default").
+	Namespace string
+	// HTTPClient defaults to a client without a global timeout: each call
+	// sets its own deadline, because a long poll legitimately takes ~30 s.
+	HTTPClient *http.Client
+}
+
+// Client speaks the worker protocol over HTTP. It is safe for concurrent use.
+type Client struct {
+	base      string
+	token     string
+	namespace string
+	http      *http.Client
+}
+
+// NewClient returns a client for the server at opts.BaseURL.
+func NewClient(opts ClientOptions) (*Client, error) {
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("worker: base URL %q must be an absolute http(s) URL", opts.BaseURL)
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{base: strings.TrimRight(u.String(), "/") + apiPrefix, token: opts.Token, namespace: opts.Namespace, http: hc}, nil
+}
+
+// Run is a run claimed by this worker. Deadlines are the server's; it
+// enforces them itself (timed_out), so handlers only need them to plan work.
+type Run struct {
+	ID                  string          `json:"run_id"`
+	InstanceID          string          `json:"instance_id"`
+	WorkflowType        string          `json:"workflow_type"`
+	WorkflowClass       string          `json:"workflow_class"`
+	Input               json.RawMessage `json:"input"`
+	Attempt             int             `json:"attempt"`
+	LeaseExpiresAt      *time.Time      `json:"lease_expires_at"`
+	RunDeadlineAt       *time.Time      `json:"run_deadline_at"`
+	ExecutionDeadlineAt *time.Time      `json:"execution_deadline_at"`
+}
+
+// PollRequest asks for pending runs of one queue.
+type PollRequest struct {
+	Connection   string // empty: the server's "default"
+	Queue        string // empty: the server's "default"
+	WorkerID     string
+	Limit        int
+	LeaseSeconds int
+	// Wait is how long the server may hold the request when nothing is
+	// pending (whole seconds, at most 30 s).
+	Wait time.Duration
+}
+
+// HeartbeatResult is the server's answer to a heartbeat.
+type HeartbeatResult struct {
+	CancelRequested bool       `json:"cancel_requested"`
+	LeaseExpiresAt  *time.Time `json:"lease_expires_at"`
+}
+
+// APIError is an error answer of the server: {"error":{"code","message","fields"}}.
+type APIError struct {
+	StatusCode int
+	Code       string
+	Message    string
+	Fields     map[string]string
+}
+
+func (e *APIError) Error() string {
+	code := e.Code
+	if code == "" {
+		code = strings.ToLower(http.StatusText(e.StatusCode))
+	}
+	return fmt.Sprintf("server answered %d %s: %s", e.StatusCode, code, e.Message)
+}
+
+// Temporary reports whether repeating the same request may succeed: server
+// failures, timeouts and rate limits, but not requests the server rejected.
+func (e *APIError) Temporary() bool {
+	return e.StatusCode >= 500 || e.StatusCode == http.StatusRequestTimeout || e.StatusCode == http.StatusTooManyRequests
+}
+
+// runGone reports whether err says the run no longer belongs to a worker:
+// unknown (404) or already finished — terminated, timed out, lease lost (409).
+func runGone(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusNotFound || apiErr.StatusCode == http.StatusConflict)
+}
+
+// Poll claims up to req.Limit pending runs, long-polling up to req.Wait.
+func (c *Client) Poll(ctx context.Context, req PollRequest) ([]Run, error) {
+	body := struct {
+		Namespace    string `json:"namespace,omitempty"`
+		Connection   string `json:"connection,omitempty"`
+		Queue        string `json:"queue,omitempty"`
+		Limit        int    `json:"limit"`
+		LeaseSeconds int    `json:"lease_seconds,omitempty"`
+		WaitSeconds  int    `json:"wait_seconds"`
+		WorkerID     string `json:"worker_id,omitempty"`
+	}{c.namespace, req.Connection, req.Queue, req.Limit, req.LeaseSeconds, waitSeconds(req.Wait), req.WorkerID}
+	var out struct {
+		Runs []Run `json:"runs"`
+	}
+	// The server may hold the request for the whole wait; allow for that
+	// plus the time a claim takes on a busy database.
+	timeout := time.Duration(body.WaitSeconds)*time.Second + callTimeout
+	if err := c.call(ctx, timeout, "/poll", body, &out); err != nil {
+		return nil, fmt.Errorf("poll runs: %w", err)
+	}
+	return out.Runs, nil
+}
+
+// Heartbeat extends the run's lease (leaseSeconds 0: the server's default)
+// and tells whether cancellation was requested.
+func (c *Client) Heartbeat(ctx context.Context, runID string, leaseSeconds int) (HeartbeatResult, error) {
+	body := struct {
+		Namespace    string `json:"namespace,omitempty"`
+		LeaseSeconds int    `json:"lease_seconds,omitempty"`
+	}{c.namespace, leaseSeconds}
+	var out HeartbeatResult
+	if err := c.call(ctx, callTimeout, runPath(runID, "heartbeat"), body, &out); err != nil {
+		return HeartbeatResult{}, fmt.Errorf("heartbeat run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// Complete records the run's output (nil: no output).
+func (c *Client) Complete(ctx context.Context, runID string, output json.RawMessage) error {
+	body := struct {
+		Namespace string          `json:"namespace,omitempty"`
+		Output    json.RawMessage `json:"output,omitempty"`
+	}{c.namespace, output}
+	if err := c.call(ctx, callTimeout, runPath(runID, "complete"), body, nil); err != nil {
+		return fmt.Errorf("complete run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// Fail records the run's failure. Type "cancelled" for a run whose
+// cancellation was requested ends it cancelled instead of failed.
+func (c *Client) Fail(ctx context.Context, runID, message, failureType string) error {
+	body := struct {
+		Namespace string `json:"namespace,omitempty"`
+		Message   string `json:"message"`
+		Type      string `json:"type"`
+	}{c.namespace, message, failureType}
+	if err := c.call(ctx, callTimeout, runPath(runID, "fail"), body, nil); err != nil {
+		return fmt.Errorf("fail run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// callTimeout bounds a call that the server answers without waiting.
+const callTimeout = 30 * time.Second
+
+func runPath(runID, action string) string {
+	return "/runs/" + url.PathEscape(runID) + "/" + action
+}
+
+// waitSeconds rounds a wait up to whole seconds: rounding down would turn
+// a sub-second wait into a short poll, and the poll loop into a busy loop.
+func waitSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// call POSTs in as JSON and decodes a 2xx answer into out (when not nil).
+func (c *Client) call(ctx context.Context, timeout time.Duration, path string, in, out any) error {
+	payload, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return decodeAPIError(resp.StatusCode, body)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}
+
+// decodeAPIError reads the server's error body; anything else in front of
+// the server (a proxy's error page) still yields the status.
+func decodeAPIError(status int, body []byte) *APIError {
+	var envelope struct {
+		Error struct {
+			Code    string            `json:"code"`
+			Message string            `json:"message"`
+			Fields  map[string]string `json:"fields"`
+		} `json:"error"`
+	}
+	apiErr := &APIError{StatusCode: status, Message: strings.ToLower(http.StatusText(status))}
+	if json.Unmarshal(body, &envelope) == nil && envelope.Error.Code != "" {
+		apiErr.Code, apiErr.Message, apiErr.Fields = envelope.Error.Code, envelope.Error.Message, envelope.Error.Fields
+	}
+	return apiErr
+}

@@ -1,0 +1,253 @@
+// Package worker runs workflow handlers in a Go process against Tideline's
+// HTTP worker protocol (SPEC §7): it long-polls for runs, runs each with the
+// handler registered for its workflow type, heartbeats while it runs, and
+// reports the result. Workers in other languages speak the same protocol;
+// Client is the protocol on its own.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Protocol limits the server enforces (scheduling.MaxLeaseSeconds and
+// friends); checking them in New turns a misconfiguration into an error at
+// start-up instead of a poll loop the server keeps rejecting.
+const (
+	maxLeaseSeconds = 3600
+	maxPollLimit    = 100
+	maxPollWait     = 30 * time.Second
+)
+
+// Defaults for zero Options fields.
+const (
+	defaultLeaseSeconds = 30
+	defaultPollWait     = 20 * time.Second
+)
+
+// Handler runs one workflow run. Its ctx ends when the run is cancelled
+// (an operator or an overlap policy asked), when the server no longer
+// considers the run this worker's, or when the worker stops. A non-nil
+// output is stored as JSON; an error fails the run with its message and
+// type (see WithFailureType).
+type Handler func(ctx context.Context, run Run) (output any, err error)
+
+// Options configures a Worker. Zero values get the defaults noted.
+type Options struct {
+	BaseURL    string // the server's root URL (required)
+	Token      string // bearer token; sent when set
+	Namespace  string // empty: the server's fixed namespace, else "default"
+	Connection string // empty: "default"
+	Queue      string // empty: "default"
+	// WorkerID names this process in run history; default "<hostname>-<pid>".
+	WorkerID string
+	// Concurrency is how many handlers may run at once; default 1.
+	Concurrency int
+	// LeaseSeconds is the lease asked for on poll and heartbeat; default 30.
+	// Heartbeats are sent every third of it.
+	LeaseSeconds int
+	// PollWait is how long one poll may wait for work (long poll, whole
+	// seconds, 1 s to 30 s); default 20 s.
+	PollWait   time.Duration
+	HTTPClient *http.Client
+	Logger     *slog.Logger // default: discard
+	// Backoff is the pause before retrying after the attempt-th consecutive
+	// failure (attempt ≥ 1); default exponential from 0.5 s to 30 s with
+	// jitter. Tests inject a tiny one.
+	Backoff func(attempt int) time.Duration
+}
+
+// Worker polls one queue and runs registered handlers. Register handlers
+// before calling Run.
+type Worker struct {
+	client       *Client
+	logger       *slog.Logger
+	workerID     string
+	connection   string
+	queue        string
+	concurrency  int
+	leaseSeconds int
+	pollWait     time.Duration
+	backoff      func(attempt int) time.Duration
+
+	mu       sync.RWMutex
+	handlers map[string]Handler
+	running  atomic.Bool
+}
+
+// New returns a worker, or an error when the options cannot work.
+func New(opts Options) (*Worker, error) {
+	client, err := NewClient(ClientOptions{BaseURL: opts.BaseURL, Token: opts.Token, Namespace: opts.Namespace, HTTPClient: opts.HTTPClient})
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		client: client, logger: opts.Logger, workerID: opts.WorkerID, connection: opts.Connection, queue: opts.Queue,
+		concurrency: opts.Concurrency, leaseSeconds: opts.LeaseSeconds, pollWait: opts.PollWait, backoff: opts.Backoff,
+		handlers: map[string]Handler{},
+	}
+	if w.logger == nil {
+		w.logger = slog.New(slog.DiscardHandler)
+	}
+	if w.workerID == "" {
+		host, _ := os.Hostname() // only a label: an unknown host still makes a unique-enough ID with the pid
+		w.workerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if w.concurrency == 0 {
+		w.concurrency = 1
+	}
+	if w.leaseSeconds == 0 {
+		w.leaseSeconds = defaultLeaseSeconds
+	}
+	if w.pollWait == 0 {
+		w.pollWait = defaultPollWait
+	}
+	if w.backoff == nil {
+		w.backoff = defaultBackoff
+	}
+	switch {
+	case w.concurrency < 1:
+		return nil, fmt.Errorf("worker: concurrency %d must be at least 1", opts.Concurrency)
+	case w.leaseSeconds < 1 || w.leaseSeconds > maxLeaseSeconds:
+		return nil, fmt.Errorf("worker: lease of %d seconds must be between 1 and %d", opts.LeaseSeconds, maxLeaseSeconds)
+	case w.pollWait < 0 || w.pollWait > maxPollWait:
+		return nil, fmt.Errorf("worker: poll wait %s must be between 1s and %s", opts.PollWait, maxPollWait)
+	}
+	// The server long-polls in whole seconds; a shorter wait would make it
+	// answer at once and the loop spin.
+	w.pollWait = max(w.pollWait, time.Second)
+	return w, nil
+}
+
+// defaultBackoff doubles from 0.5 s up to 30 s, then draws within the upper
+// half so that workers that failed together do not retry together.
+func defaultBackoff(attempt int) time.Duration {
+	d := min(500*time.Millisecond<<min(max(attempt-1, 0), 6), 30*time.Second)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Register sets the handler for a workflow type. It panics on an empty type,
+// a nil handler or a type registered twice: all are programming errors that
+// would otherwise surface as runs failing at random later.
+func (w *Worker) Register(workflowType string, fn Handler) {
+	if workflowType == "" || fn == nil {
+		panic("worker: Register needs a workflow type and a handler")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, dup := w.handlers[workflowType]; dup {
+		panic(fmt.Sprintf("worker: workflow type %q registered twice", workflowType))
+	}
+	w.handlers[workflowType] = fn
+}
+
+func (w *Worker) handler(workflowType string) Handler {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.handlers[workflowType]
+}
+
+// Run polls and runs handlers until ctx ends, then cancels the running
+// handlers, waits for them and reports their results. It returns nil when
+// stopped by ctx, and an error when the server rejects the poll itself
+// (bad namespace, token or URL): retrying that would never succeed.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("worker: Run is already running")
+	}
+	defer w.running.Store(false)
+
+	var handlers sync.WaitGroup
+	defer handlers.Wait()
+	// Handlers get their own context so that stopping on a rejected poll
+	// cancels them too, not only the caller's ctx ending.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Each slot is one handler that may run; a poll asks for as many runs as
+	// there are free slots, so claimed runs never wait in this process while
+	// their lease ticks away.
+	slots := make(chan struct{}, w.concurrency)
+	failures := 0
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		free := 1
+	fill:
+		for free < min(w.concurrency, maxPollLimit) {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break fill
+			}
+		}
+
+		started := time.Now()
+		runs, err := w.client.Poll(ctx, PollRequest{
+			Connection: w.connection, Queue: w.queue, WorkerID: w.workerID,
+			Limit: free, LeaseSeconds: w.leaseSeconds, Wait: w.pollWait,
+		})
+		for range max(free-len(runs), 0) {
+			<-slots
+		}
+		for i, run := range runs {
+			if i >= free {
+				// The server handed out more than asked; the runs are ours
+				// now, so run them as soon as a slot frees up.
+				slots <- struct{}{}
+			}
+			handlers.Go(func() {
+				defer func() { <-slots }()
+				w.execute(ctx, run)
+			})
+		}
+
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			var apiErr *APIError
+			if errors.As(err, &apiErr) && !apiErr.Temporary() {
+				w.logger.Error("worker: the server rejected the poll; stopping", "err", err)
+				return err
+			}
+			failures++
+			w.logger.Warn("worker: poll failed; backing off", "err", err, "attempt", failures)
+		case len(runs) == 0 && time.Since(started) < w.pollWait/2:
+			// The server should have held an empty poll for the wait; an
+			// early empty answer (a proxy, an old server) would otherwise
+			// turn this loop into a busy loop.
+			failures++
+			w.logger.Warn("worker: empty poll came back early; backing off", "attempt", failures)
+		default:
+			failures = 0
+			continue
+		}
+		if !pause(ctx, w.backoff(failures)) {
+			return nil
+		}
+	}
+}
+
+// pause waits d, or less when ctx ends first (then it reports false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
