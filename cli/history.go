@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -53,15 +54,10 @@ func runScheduleHistory(ctx context.Context, e env, args []string) error {
 
 	switch *output {
 	case "json":
-		out := historyJSON{ScheduleID: page.ScheduleID, Namespace: page.Namespace, Events: make([]eventJSON, 0, len(page.Events)),
-			NextCursor: page.NextCursor, HasMore: page.HasMore}
-		for _, ev := range page.Events {
-			out.Events = append(out.Events, toEventJSON(ev))
-		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.stdout, apijson.FromHistory(page))
 	case "jsonl":
 		for _, ev := range page.Events {
-			if err := writeJSONLine(e.stdout, toEventJSON(ev)); err != nil {
+			if err := writeJSONLine(e.stdout, apijson.FromEvent(ev)); err != nil {
 				return err
 			}
 		}

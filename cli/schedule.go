@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -101,14 +102,14 @@ func runScheduleList(ctx context.Context, e env, args []string) error {
 
 	switch *output {
 	case "json":
-		out := make([]scheduleJSON, 0, len(all))
+		out := make([]apijson.Schedule, 0, len(all))
 		for i := range all {
-			out = append(out, toScheduleJSON(&all[i]))
+			out = append(out, apijson.FromSchedule(&all[i]))
 		}
 		return writeJSON(e.stdout, out)
 	case "jsonl":
 		for i := range all {
-			if err := writeJSONLine(e.stdout, toScheduleJSON(&all[i])); err != nil {
+			if err := writeJSONLine(e.stdout, apijson.FromSchedule(&all[i])); err != nil {
 				return err
 			}
 		}
@@ -238,7 +239,7 @@ func runScheduleDescribe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *output == "json" {
-		return writeJSON(e.stdout, toDescriptionJSON(d))
+		return writeJSON(e.stdout, apijson.FromDescription(d))
 	}
 	return printDescription(e, d)
 }
@@ -420,7 +421,7 @@ func runScheduleTrigger(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *output == "json" {
-		return writeJSON(e.stdout, triggerJSON{res.Outcome, nilIfEmpty(res.InstanceID), nilIfEmpty(res.RunID), nilIfEmpty(res.Reason), res.BufferDepth})
+		return writeJSON(e.stdout, apijson.FromTrigger(res))
 	}
 	id := pos[0]
 	switch res.Outcome {
@@ -476,7 +477,7 @@ func runScheduleBackfill(ctx context.Context, e env, args []string) error {
 		failed = failed || r.Outcome == scheduling.BackfillFailed
 	}
 	if *output == "json" {
-		err = writeJSON(e.stdout, toBackfillJSON(rep))
+		err = writeJSON(e.stdout, apijson.FromBackfill(rep))
 	} else {
 		err = printBackfill(e, rep, counts)
 	}

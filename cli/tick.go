@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tidelinehq/tideline/handlers"
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -39,7 +39,7 @@ func runTick(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("tick: %w", err)
 	}
 	if *asJSON {
-		err = writeJSON(e.stdout, handlers.TickRowsJSON(rows))
+		err = writeJSON(e.stdout, apijson.FromTickRows(rows))
 	} else {
 		err = printTickRows(e.stdout, rows)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -84,7 +85,7 @@ func (h *API) CreateSchedule(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, c.Echo().Reverse("api.schedule", sch.ScheduleID))
-	return c.JSON(http.StatusCreated, toDescriptionJSON(d))
+	return c.JSON(http.StatusCreated, apijson.FromDescription(d))
 }
 
 // GetSchedule answers GET /schedules/{id}; deleted schedules are 404 here.
@@ -97,7 +98,7 @@ func (h *API) GetSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toDescriptionJSON(d))
+	return c.JSON(http.StatusOK, apijson.FromDescription(d))
 }
 
 // ListSchedules answers GET /schedules.
@@ -122,12 +123,12 @@ func (h *API) ListSchedules(c echo.Context) error {
 		return err
 	}
 	out := struct {
-		Schedules  []scheduleJSON `json:"schedules"`
-		NextCursor *string        `json:"next_cursor"`
-		HasMore    bool           `json:"has_more"`
-	}{Schedules: make([]scheduleJSON, 0, len(page.Schedules)), NextCursor: nilIfEmpty(page.NextCursor), HasMore: page.HasMore}
+		Schedules  []apijson.Schedule `json:"schedules"`
+		NextCursor *string            `json:"next_cursor"`
+		HasMore    bool               `json:"has_more"`
+	}{Schedules: make([]apijson.Schedule, 0, len(page.Schedules)), NextCursor: apijson.NilIfEmpty(page.NextCursor), HasMore: page.HasMore}
 	for i := range page.Schedules {
-		out.Schedules = append(out.Schedules, toScheduleJSON(&page.Schedules[i]))
+		out.Schedules = append(out.Schedules, apijson.FromSchedule(&page.Schedules[i]))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -154,7 +155,7 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toDescriptionJSON(d))
+	return c.JSON(http.StatusOK, apijson.FromDescription(d))
 }
 
 // parseUpdate decodes a PATCH body field by field, so that an absent field
@@ -225,7 +226,7 @@ func (h *API) DeleteSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toScheduleJSON(sch))
+	return c.JSON(http.StatusOK, apijson.FromSchedule(sch))
 }
 
 // PauseSchedule answers POST /schedules/{id}/pause {reason?}.
@@ -244,7 +245,7 @@ func (h *API) PauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toScheduleJSON(sch))
+	return c.JSON(http.StatusOK, apijson.FromSchedule(sch))
 }
 
 // ResumeSchedule answers POST /schedules/{id}/resume.
@@ -261,7 +262,7 @@ func (h *API) ResumeSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toScheduleJSON(sch))
+	return c.JSON(http.StatusOK, apijson.FromSchedule(sch))
 }
 
 // TriggerSchedule answers POST /schedules/{id}/trigger {overlap_policy?}.
@@ -280,21 +281,7 @@ func (h *API) TriggerSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, struct {
-		Outcome     string  `json:"outcome"`
-		InstanceID  *string `json:"instance_id"`
-		RunID       *string `json:"run_id"`
-		Reason      *string `json:"reason"`
-		BufferDepth int     `json:"buffer_depth"`
-	}{res.Outcome, nilIfEmpty(res.InstanceID), nilIfEmpty(res.RunID), nilIfEmpty(res.Reason), res.BufferDepth})
-}
-
-type backfillResultJSON struct {
-	OccurrenceTime jsonTime `json:"occurrence_time"`
-	InstanceID     *string  `json:"instance_id"`
-	RunID          *string  `json:"run_id"`
-	Outcome        string   `json:"outcome"`
-	Reason         *string  `json:"reason"`
+	return c.JSON(http.StatusOK, apijson.FromTrigger(res))
 }
 
 // BackfillSchedule answers POST /schedules/{id}/backfill.
@@ -323,16 +310,7 @@ func (h *API) BackfillSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Outcome     string               `json:"outcome"`
-		Occurrences int                  `json:"occurrences"`
-		Results     []backfillResultJSON `json:"results"`
-	}{Outcome: rep.Outcome, Occurrences: rep.Occurrences, Results: make([]backfillResultJSON, 0, len(rep.Results))}
-	for _, r := range rep.Results {
-		out.Results = append(out.Results, backfillResultJSON{OccurrenceTime: jt(r.OccurrenceTime), InstanceID: nilIfEmpty(r.InstanceID),
-			RunID: nilIfEmpty(r.RunID), Outcome: r.Outcome, Reason: nilIfEmpty(r.Reason)})
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, apijson.FromBackfill(rep))
 }
 
 // ScheduleHistory answers GET /schedules/{id}/history (SPEC §6 read contract).
@@ -353,7 +331,7 @@ func (h *API) ScheduleHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toHistoryJSON(page))
+	return c.JSON(http.StatusOK, apijson.FromHistory(page))
 }
 
 // ScheduleRuns answers GET /schedules/{id}/runs.
@@ -382,12 +360,12 @@ func (h *API) listRuns(c echo.Context, scheduleID string) error {
 		return err
 	}
 	out := struct {
-		Runs       []runJSON `json:"runs"`
-		NextCursor *string   `json:"next_cursor"`
-		HasMore    bool      `json:"has_more"`
-	}{Runs: make([]runJSON, 0, len(page.Runs)), NextCursor: nilIfEmpty(page.NextCursor), HasMore: page.HasMore}
+		Runs       []apijson.Run `json:"runs"`
+		NextCursor *string       `json:"next_cursor"`
+		HasMore    bool          `json:"has_more"`
+	}{Runs: make([]apijson.Run, 0, len(page.Runs)), NextCursor: apijson.NilIfEmpty(page.NextCursor), HasMore: page.HasMore}
 	for i := range page.Runs {
-		out.Runs = append(out.Runs, toRunJSON(&page.Runs[i]))
+		out.Runs = append(out.Runs, apijson.FromRun(&page.Runs[i]))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -403,9 +381,9 @@ func (h *API) GetRun(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, struct {
-		runJSON
-		History []runEventJSON `json:"history"`
-	}{toRunJSON(d.Run), toRunEventsJSON(d.Events)})
+		apijson.Run
+		History []apijson.RunEvent `json:"history"`
+	}{apijson.FromRun(d.Run), apijson.FromRunEvents(d.Events)})
 }
 
 // CancelRun answers POST /runs/{run_id}/cancel.
@@ -436,7 +414,7 @@ func (h *API) runAction(c echo.Context, action func(ctx context.Context, ns, run
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toRunJSON(run))
+	return c.JSON(http.StatusOK, apijson.FromRun(run))
 }
 
 // Preview answers POST /schedules/preview {spec, after?, count?}.
@@ -469,11 +447,11 @@ func (h *API) Preview(c echo.Context) error {
 		return err
 	}
 	out := struct {
-		Description string     `json:"description"`
-		FireTimes   []jsonTime `json:"fire_times"`
-	}{Description: p.Description, FireTimes: make([]jsonTime, 0, len(p.FireTimes))}
+		Description string         `json:"description"`
+		FireTimes   []apijson.Time `json:"fire_times"`
+	}{Description: p.Description, FireTimes: make([]apijson.Time, 0, len(p.FireTimes))}
 	for _, t := range p.FireTimes {
-		out.FireTimes = append(out.FireTimes, jt(t))
+		out.FireTimes = append(out.FireTimes, apijson.At(t))
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -498,5 +476,5 @@ func (h *API) Tick(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"rows": TickRowsJSON(rows)})
+	return c.JSON(http.StatusOK, map[string]any{"rows": apijson.FromTickRows(rows)})
 }

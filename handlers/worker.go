@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -24,9 +25,9 @@ type claimedRunJSON struct {
 	WorkflowClass       string          `json:"workflow_class"`
 	Input               json.RawMessage `json:"input"`
 	Attempt             int             `json:"attempt"`
-	LeaseExpiresAt      *jsonTime       `json:"lease_expires_at"`
-	RunDeadlineAt       *jsonTime       `json:"run_deadline_at"`
-	ExecutionDeadlineAt *jsonTime       `json:"execution_deadline_at"`
+	LeaseExpiresAt      *apijson.Time   `json:"lease_expires_at"`
+	RunDeadlineAt       *apijson.Time   `json:"run_deadline_at"`
+	ExecutionDeadlineAt *apijson.Time   `json:"execution_deadline_at"`
 }
 
 // Poll answers POST /worker/poll: claims pending runs, long-polling up to
@@ -58,8 +59,8 @@ func (h *Worker) Poll(c echo.Context) error {
 	out := make([]claimedRunJSON, 0, len(runs))
 	for _, r := range runs {
 		out = append(out, claimedRunJSON{RunID: r.ID, InstanceID: r.InstanceID, WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass,
-			Input: rawOrNull(r.Input), Attempt: r.Attempt, LeaseExpiresAt: jtp(r.LeaseExpiresAt), RunDeadlineAt: jtp(r.RunDeadlineAt),
-			ExecutionDeadlineAt: jtp(r.ExecutionDeadlineAt)})
+			Input: apijson.RawOrNull(r.Input), Attempt: r.Attempt, LeaseExpiresAt: apijson.AtPtr(r.LeaseExpiresAt), RunDeadlineAt: apijson.AtPtr(r.RunDeadlineAt),
+			ExecutionDeadlineAt: apijson.AtPtr(r.ExecutionDeadlineAt)})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"runs": out})
 }
@@ -92,7 +93,7 @@ func (h *Worker) Heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"cancel_requested": run.CancelRequestedAt != nil, "lease_expires_at": jtp(run.LeaseExpiresAt)})
+	return c.JSON(http.StatusOK, map[string]any{"cancel_requested": run.CancelRequestedAt != nil, "lease_expires_at": apijson.AtPtr(run.LeaseExpiresAt)})
 }
 
 // Complete answers POST /worker/runs/{run_id}/complete {namespace?, output}.
@@ -112,7 +113,7 @@ func (h *Worker) Complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toRunJSON(run))
+	return c.JSON(http.StatusOK, apijson.FromRun(run))
 }
 
 // Fail answers POST /worker/runs/{run_id}/fail {namespace?, message, type}.
@@ -133,5 +134,5 @@ func (h *Worker) Fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toRunJSON(run))
+	return c.JSON(http.StatusOK, apijson.FromRun(run))
 }

@@ -1,0 +1,288 @@
+// Package apijson is the JSON shape of Tideline's objects, shared by the
+// API and the CLI's --output json so that both print exactly the same thing:
+// snake_case names, RFC 3339 UTC times with microseconds, null for absent.
+package apijson
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// Time renders an instant as SPEC §2 wants: RFC 3339, UTC, microseconds.
+type Time time.Time
+
+func (t Time) MarshalJSON() ([]byte, error) {
+	return json.Marshal(scheduling.FormatTime(time.Time(t)))
+}
+
+// At wraps an instant.
+func At(t time.Time) Time { return Time(t) }
+
+// AtPtr wraps an optional instant.
+func AtPtr(t *time.Time) *Time {
+	if t == nil {
+		return nil
+	}
+	v := Time(*t)
+	return &v
+}
+
+type BufferedAction struct {
+	InstanceID     string `json:"instance_id"`
+	OccurrenceTime Time   `json:"occurrence_time"`
+	Kind           string `json:"kind"`
+	BufferedAt     Time   `json:"buffered_at"`
+}
+
+type RecentAction struct {
+	InstanceID     string `json:"instance_id"`
+	RunID          string `json:"run_id"`
+	Outcome        string `json:"outcome"`
+	FiredAt        Time   `json:"fired_at"`
+	OccurrenceTime Time   `json:"occurrence_time"`
+	FireLagMs      int64  `json:"fire_lag_ms"`
+	Reason         string `json:"reason"`
+}
+
+// Schedule is the describe object of SPEC §2.
+type Schedule struct {
+	ID                  string            `json:"id"`
+	ScheduleID          string            `json:"schedule_id"`
+	Namespace           string            `json:"namespace"`
+	Status              string            `json:"status"`
+	Spec                models.Spec       `json:"spec"`
+	Action              models.Action     `json:"action"`
+	OverlapPolicy       string            `json:"overlap_policy"`
+	JitterSeconds       int               `json:"jitter_seconds"`
+	MaxRuns             *int64            `json:"max_runs"`
+	RemainingActions    *int64            `json:"remaining_actions"`
+	Connection          *string           `json:"connection"`
+	Queue               *string           `json:"queue"`
+	Labels              map[string]string `json:"labels"`
+	Memo                map[string]string `json:"memo"`
+	SearchAttributes    map[string]string `json:"search_attributes"`
+	Note                string            `json:"note"`
+	FiresCount          int64             `json:"fires_count"`
+	FailuresCount       int64             `json:"failures_count"`
+	SkippedTriggerCount int64             `json:"skipped_trigger_count"`
+	LastSkipReason      *string           `json:"last_skip_reason"`
+	LastSkippedAt       *Time             `json:"last_skipped_at"`
+	NextFireAt          *Time             `json:"next_fire_at"`
+	NextNominalAt       *Time             `json:"next_nominal_at"`
+	LastFiredAt         *Time             `json:"last_fired_at"`
+	LatestInstanceID    *string           `json:"latest_instance_id"`
+	LatestRunID         *string           `json:"latest_run_id"`
+	BufferedActions     []BufferedAction  `json:"buffered_actions"`
+	RecentActions       []RecentAction    `json:"recent_actions"`
+	PausedAt            *Time             `json:"paused_at"`
+	DeletedAt           *Time             `json:"deleted_at"`
+	CreatedAt           Time              `json:"created_at"`
+	UpdatedAt           Time              `json:"updated_at"`
+	FutureFireTimes     []Time            `json:"future_fire_times,omitempty"`
+	SpecDescription     string            `json:"spec_description,omitempty"`
+}
+
+// FromSchedule renders a schedule.
+func FromSchedule(s *models.Schedule) Schedule {
+	out := Schedule{
+		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Spec: s.Spec, Action: s.Action,
+		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
+		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
+		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.FailuresCount, SkippedTriggerCount: s.SkippedTriggerCount,
+		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
+		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
+		LatestRunID: s.LatestRunID, PausedAt: AtPtr(s.PausedAt), DeletedAt: AtPtr(s.DeletedAt),
+		CreatedAt: At(s.CreatedAt), UpdatedAt: At(s.UpdatedAt),
+		BufferedActions: []BufferedAction{}, RecentActions: []RecentAction{},
+	}
+	for _, b := range s.BufferedActions {
+		out.BufferedActions = append(out.BufferedActions, BufferedAction{InstanceID: b.InstanceID, OccurrenceTime: At(b.OccurrenceTime), Kind: b.Kind, BufferedAt: At(b.BufferedAt)})
+	}
+	for _, a := range s.RecentActions {
+		out.RecentActions = append(out.RecentActions, RecentAction{InstanceID: a.InstanceID, RunID: a.RunID, Outcome: a.Outcome,
+			FiredAt: At(a.FiredAt), OccurrenceTime: At(a.OccurrenceTime), FireLagMs: a.FireLagMs, Reason: a.Reason})
+	}
+	return out
+}
+
+// FromDescription renders a schedule with its next fire times and description.
+func FromDescription(d *scheduling.Description) Schedule {
+	out := FromSchedule(d.Schedule)
+	out.FutureFireTimes = make([]Time, 0, len(d.FutureFireTimes))
+	for _, t := range d.FutureFireTimes {
+		out.FutureFireTimes = append(out.FutureFireTimes, At(t))
+	}
+	out.SpecDescription = d.SpecDescription
+	return out
+}
+
+type Event struct {
+	ID                 string          `json:"id"`
+	Sequence           int64           `json:"sequence"`
+	EventType          string          `json:"event_type"`
+	Payload            json.RawMessage `json:"payload"`
+	WorkflowInstanceID *string         `json:"workflow_instance_id"`
+	WorkflowRunID      *string         `json:"workflow_run_id"`
+	RecordedAt         Time            `json:"recorded_at"`
+}
+
+type History struct {
+	ScheduleID string  `json:"schedule_id"`
+	Namespace  string  `json:"namespace"`
+	Events     []Event `json:"events"`
+	NextCursor *int64  `json:"next_cursor"`
+	HasMore    bool    `json:"has_more"`
+}
+
+// FromHistory renders one page of an audit stream.
+func FromHistory(p *scheduling.HistoryPage) History {
+	out := History{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Events: make([]Event, 0, len(p.Events)), NextCursor: p.NextCursor, HasMore: p.HasMore}
+	for _, e := range p.Events {
+		out.Events = append(out.Events, FromEvent(e))
+	}
+	return out
+}
+
+// FromEvent renders one audit event.
+func FromEvent(e models.ScheduleEvent) Event {
+	return Event{ID: e.ID, Sequence: e.Sequence, EventType: e.EventType, Payload: e.Payload,
+		WorkflowInstanceID: e.WorkflowInstanceID, WorkflowRunID: e.WorkflowRunID, RecordedAt: At(e.RecordedAt)}
+}
+
+type Run struct {
+	RunID               string          `json:"run_id"`
+	InstanceID          string          `json:"instance_id"`
+	Namespace           string          `json:"namespace"`
+	ScheduleID          *string         `json:"schedule_id"`
+	WorkflowType        string          `json:"workflow_type"`
+	WorkflowClass       string          `json:"workflow_class"`
+	Status              string          `json:"status"`
+	Trigger             string          `json:"trigger"`
+	Connection          string          `json:"connection"`
+	Queue               string          `json:"queue"`
+	Attempt             int             `json:"attempt"`
+	Input               json.RawMessage `json:"input"`
+	Output              json.RawMessage `json:"output"`
+	OccurrenceTime      *Time           `json:"occurrence_time"`
+	WorkerID            *string         `json:"worker_id"`
+	LeaseExpiresAt      *Time           `json:"lease_expires_at"`
+	RunDeadlineAt       *Time           `json:"run_deadline_at"`
+	ExecutionDeadlineAt *Time           `json:"execution_deadline_at"`
+	CancelRequested     bool            `json:"cancel_requested"`
+	FailureMessage      *string         `json:"failure_message"`
+	FailureType         *string         `json:"failure_type"`
+	CreatedAt           Time            `json:"created_at"`
+	StartedAt           *Time           `json:"started_at"`
+	FinishedAt          *Time           `json:"finished_at"`
+}
+
+// RawOrNull renders an absent JSON document as null.
+func RawOrNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// FromRun renders a run.
+func FromRun(r *models.Run) Run {
+	return Run{
+		RunID: r.ID, InstanceID: r.InstanceID, Namespace: r.Namespace, ScheduleID: r.ScheduleID,
+		WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass, Status: r.Status, Trigger: r.Trigger,
+		Connection: r.Connection, Queue: r.Queue, Attempt: r.Attempt, Input: RawOrNull(r.Input), Output: RawOrNull(r.Output),
+		OccurrenceTime: AtPtr(r.OccurrenceTime), WorkerID: r.WorkerID, LeaseExpiresAt: AtPtr(r.LeaseExpiresAt),
+		RunDeadlineAt: AtPtr(r.RunDeadlineAt), ExecutionDeadlineAt: AtPtr(r.ExecutionDeadlineAt),
+		CancelRequested: r.CancelRequestedAt != nil, FailureMessage: r.FailureMessage, FailureType: r.FailureType,
+		CreatedAt: At(r.CreatedAt), StartedAt: AtPtr(r.StartedAt), FinishedAt: AtPtr(r.FinishedAt),
+	}
+}
+
+type RunEvent struct {
+	Sequence   int64           `json:"sequence"`
+	EventType  string          `json:"event_type"`
+	Payload    json.RawMessage `json:"payload"`
+	RecordedAt Time            `json:"recorded_at"`
+}
+
+// FromRunEvents renders a run's history.
+func FromRunEvents(events []models.RunEvent) []RunEvent {
+	out := make([]RunEvent, 0, len(events))
+	for _, e := range events {
+		out = append(out, RunEvent{Sequence: e.Sequence, EventType: e.EventType, Payload: e.Payload, RecordedAt: At(e.RecordedAt)})
+	}
+	return out
+}
+
+type TickRow struct {
+	ScheduleID     string  `json:"schedule_id"`
+	Namespace      string  `json:"namespace"`
+	Outcome        string  `json:"outcome"`
+	InstanceID     *string `json:"instance_id"`
+	RunID          *string `json:"run_id"`
+	Reason         *string `json:"reason"`
+	OccurrenceTime *Time   `json:"occurrence_time"`
+	LastFiredAt    *Time   `json:"last_fired_at"`
+	NextFireAt     *Time   `json:"next_fire_at"`
+}
+
+// NilIfEmpty renders "" as null.
+func NilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// FromTickRows renders tick rows for the API and `tideline tick --json`.
+func FromTickRows(rows []scheduling.TickRow) []TickRow {
+	out := make([]TickRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, TickRow{ScheduleID: r.ScheduleID, Namespace: r.Namespace, Outcome: r.Outcome,
+			InstanceID: NilIfEmpty(r.InstanceID), RunID: NilIfEmpty(r.RunID), Reason: NilIfEmpty(r.Reason),
+			OccurrenceTime: AtPtr(r.OccurrenceTime), LastFiredAt: AtPtr(r.LastFiredAt), NextFireAt: AtPtr(r.NextFireAt)})
+	}
+	return out
+}
+
+// Trigger is the answer to a manual trigger.
+type Trigger struct {
+	Outcome     string  `json:"outcome"`
+	InstanceID  *string `json:"instance_id"`
+	RunID       *string `json:"run_id"`
+	Reason      *string `json:"reason"`
+	BufferDepth int     `json:"buffer_depth"`
+}
+
+// FromTrigger renders a trigger's result.
+func FromTrigger(r scheduling.FireResult) Trigger {
+	return Trigger{r.Outcome, NilIfEmpty(r.InstanceID), NilIfEmpty(r.RunID), NilIfEmpty(r.Reason), r.BufferDepth}
+}
+
+// BackfillResult is one occurrence of a backfill.
+type BackfillResult struct {
+	OccurrenceTime Time    `json:"occurrence_time"`
+	InstanceID     *string `json:"instance_id"`
+	RunID          *string `json:"run_id"`
+	Outcome        string  `json:"outcome"`
+	Reason         *string `json:"reason"`
+}
+
+// Backfill is the answer to a backfill.
+type Backfill struct {
+	Outcome     string           `json:"outcome"`
+	Occurrences int              `json:"occurrences"`
+	Results     []BackfillResult `json:"results"`
+}
+
+// FromBackfill renders a backfill report.
+func FromBackfill(rep *scheduling.BackfillReport) Backfill {
+	out := Backfill{Outcome: rep.Outcome, Occurrences: rep.Occurrences, Results: make([]BackfillResult, 0, len(rep.Results))}
+	for _, r := range rep.Results {
+		out.Results = append(out.Results, BackfillResult{OccurrenceTime: At(r.OccurrenceTime), InstanceID: NilIfEmpty(r.InstanceID),
+			RunID: NilIfEmpty(r.RunID), Outcome: r.Outcome, Reason: NilIfEmpty(r.Reason)})
+	}
+	return out
+}
