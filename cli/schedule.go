@@ -184,9 +184,11 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	if *input != "" {
 		dec := json.NewDecoder(bytes.NewReader([]byte(*input)))
 		dec.UseNumber() // keep big integers exact
-		if err := dec.Decode(&in.Action.Input); err != nil || dec.More() {
+		var doc any
+		if err := dec.Decode(&doc); err != nil || dec.More() {
 			return usagef("invalid --input: want one JSON value, e.g. '{\"full\": true}'")
 		}
+		in.Action.Input = json.RawMessage(*input)
 	}
 
 	a, err := c.open(ctx)
@@ -275,8 +277,7 @@ func printDescription(e env, d *scheduling.Description) error {
 	t.row("Connection:", strOrDash(s.Connection))
 	t.row("Queue:", strOrDash(s.Queue))
 	if s.Action.Input != nil {
-		input, _ := json.Marshal(s.Action.Input)
-		t.row("Input:", clean(string(input)))
+		t.row("Input:", clean(canonicalJSON(s.Action.Input)))
 	}
 	t.row("Note:", orDash(clean(s.Note)))
 	t.row("Fires:", fmt.Sprintf("%d (%d failed, %d skipped)", s.FiresCount, s.FailuresCount, s.SkippedTriggerCount))
@@ -522,4 +523,20 @@ func parseTimeFlag(name, value string) (time.Time, error) {
 		return time.Time{}, usagef("invalid --%s %q: want RFC 3339, e.g. 2026-01-01T00:00:00Z", name, value)
 	}
 	return t, nil
+}
+
+// canonicalJSON prints a document with sorted keys, so the same input reads
+// the same whichever database stored it (PostgreSQL's jsonb reorders keys).
+func canonicalJSON(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // keep big integers exact
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return string(raw)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return string(raw)
+	}
+	return string(out)
 }

@@ -72,7 +72,13 @@ func TestScheduleLifecycle(t *testing.T) {
 		out = d.run(t, "schedule", "list", "--status", "deleted", "--output", "jsonl")
 		require.Equal(t, 1, strings.Count(out, "\n"))
 		require.Contains(t, out, `"schedule_id":"daily-sync"`)
-		require.Contains(t, out, `"input":{"batch":1234,"full":true}`)
+		var listed struct {
+			Action struct {
+				Input json.RawMessage `json:"input"`
+			} `json:"action"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &listed))
+		require.JSONEq(t, `{"batch":1234,"full":true}`, string(listed.Action.Input))
 
 		golden(t, d, "schedule_history_lifecycle.golden", normalize(d.run(t, "schedule", "history", "daily-sync"), start))
 	})

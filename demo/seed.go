@@ -5,6 +5,7 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -48,7 +49,7 @@ func schedules(namespace string) []scheduling.CreateInput {
 		{
 			ScheduleID:    "demo-invoice-sync-eu",
 			Spec:          models.Spec{CronExpressions: []string{"* * * * *"}, Timezone: "UTC"},
-			Action:        models.Action{WorkflowType: WorkflowInvoiceSync, Input: map[string]any{"region": "eu"}, RunTimeoutSeconds: seconds(120)},
+			Action:        models.Action{WorkflowType: WorkflowInvoiceSync, Input: json.RawMessage(`{"region": "eu"}`), RunTimeoutSeconds: seconds(120)},
 			OverlapPolicy: scheduling.OverlapSkip,
 			Labels:        labels("billing"),
 			Note:          "Every minute (cron). skip: a fire while the previous sync still runs is skipped.",
@@ -56,7 +57,7 @@ func schedules(namespace string) []scheduling.CreateInput {
 		{
 			ScheduleID:    "demo-invoice-sync-us",
 			Spec:          models.Spec{CronExpressions: []string{"*/2 * * * *"}, Timezone: "America/New_York"},
-			Action:        models.Action{WorkflowType: WorkflowInvoiceSync, Input: map[string]any{"region": "us"}, RunTimeoutSeconds: seconds(120)},
+			Action:        models.Action{WorkflowType: WorkflowInvoiceSync, Input: json.RawMessage(`{"region": "us"}`), RunTimeoutSeconds: seconds(120)},
 			OverlapPolicy: scheduling.OverlapBufferOne,
 			Labels:        labels("billing"),
 			Note:          "Every two minutes, New York time (cron). buffer_one: one fire waits for the running sync.",
@@ -64,7 +65,7 @@ func schedules(namespace string) []scheduling.CreateInput {
 		{
 			ScheduleID:    "demo-usage-report",
 			Spec:          models.Spec{Intervals: []models.Interval{{Every: "PT30S"}}, Timezone: "UTC"},
-			Action:        models.Action{WorkflowType: WorkflowReport, Input: map[string]any{"report": "usage", "format": "csv"}, ExecutionTimeoutSeconds: seconds(300)},
+			Action:        models.Action{WorkflowType: WorkflowReport, Input: json.RawMessage(`{"report": "usage", "format": "csv"}`), ExecutionTimeoutSeconds: seconds(300)},
 			OverlapPolicy: scheduling.OverlapBufferAll,
 			Labels:        labels("analytics"),
 			Memo:          map[string]string{"owner": "analytics@example.com"},
@@ -73,7 +74,7 @@ func schedules(namespace string) []scheduling.CreateInput {
 		{
 			ScheduleID:    "demo-live-dashboard",
 			Spec:          models.Spec{Intervals: []models.Interval{{Every: "PT20S", Offset: "PT5S"}}, Timezone: "UTC"},
-			Action:        models.Action{WorkflowType: WorkflowReport, Input: map[string]any{"report": "dashboard", "format": "json"}},
+			Action:        models.Action{WorkflowType: WorkflowReport, Input: json.RawMessage(`{"report": "dashboard", "format": "json"}`)},
 			OverlapPolicy: scheduling.OverlapCancelOther,
 			Labels:        labels("analytics"),
 			Note:          "Every 20 seconds at :05/:25/:45 (interval with offset). cancel_other: a fresh fire asks the stale report to stop.",
@@ -81,7 +82,7 @@ func schedules(namespace string) []scheduling.CreateInput {
 		{
 			ScheduleID:    "demo-cache-cleanup",
 			Spec:          models.Spec{Intervals: []models.Interval{{Every: "PT45S"}}, Timezone: "UTC"},
-			Action:        models.Action{WorkflowType: WorkflowCleanup, Input: map[string]any{"target": "cache"}},
+			Action:        models.Action{WorkflowType: WorkflowCleanup, Input: json.RawMessage(`{"target": "cache"}`)},
 			OverlapPolicy: scheduling.OverlapAllowAll,
 			JitterSeconds: 5,
 			Labels:        labels("platform"),
@@ -90,7 +91,7 @@ func schedules(namespace string) []scheduling.CreateInput {
 		{
 			ScheduleID:    "demo-export-rollup",
 			Spec:          models.Spec{Intervals: []models.Interval{{Every: "PT25S"}}, Timezone: "UTC"},
-			Action:        models.Action{WorkflowType: WorkflowReport, Input: map[string]any{"report": "rollup", "format": "parquet"}},
+			Action:        models.Action{WorkflowType: WorkflowReport, Input: json.RawMessage(`{"report": "rollup", "format": "parquet"}`)},
 			OverlapPolicy: scheduling.OverlapTerminateOther,
 			Labels:        labels("platform"),
 			Note:          "Every 25 seconds (interval). terminate_other: a fresh fire stops the previous export at once.",

@@ -87,7 +87,7 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 		} else if dec.More() {
 			f.addErr("input", "must be one JSON value; there is more after it")
 		} else {
-			f.action.Input = doc
+			f.action.Input = json.RawMessage(in)
 		}
 	}
 	f.action.ExecutionTimeoutSeconds = f.optInt("execution_timeout_seconds", v.ExecutionTimeoutSeconds)

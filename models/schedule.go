@@ -4,6 +4,7 @@
 package models
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -33,11 +34,13 @@ type Interval struct {
 
 // Action is the "what": the workflow a fire starts.
 type Action struct {
-	WorkflowType            string `json:"workflow_type"`
-	WorkflowClass           string `json:"workflow_class,omitempty"`
-	Input                   any    `json:"input,omitempty"`
-	ExecutionTimeoutSeconds *int64 `json:"execution_timeout_seconds"`
-	RunTimeoutSeconds       *int64 `json:"run_timeout_seconds"`
+	WorkflowType  string `json:"workflow_type"`
+	WorkflowClass string `json:"workflow_class,omitempty"`
+	// Input is kept as the caller's JSON document: decoding it into Go
+	// values would round big integers through float64.
+	Input                   json.RawMessage `json:"input,omitempty"`
+	ExecutionTimeoutSeconds *int64          `json:"execution_timeout_seconds"`
+	RunTimeoutSeconds       *int64          `json:"run_timeout_seconds"`
 }
 
 // BufferedAction is a fire that the overlap policy parked until the running

@@ -2,8 +2,6 @@ package scheduling
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -185,10 +183,7 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 		return s.skip(ctx, rec, sch, req, SkipAlreadyStart)
 	}
 
-	input, err := json.Marshal(sch.Action.Input)
-	if err != nil {
-		return FireResult{}, fmt.Errorf("encode input of %s: %w", sch.ScheduleID, err)
-	}
+	input := sch.Action.Input
 	route := s.route(&sch.Schedule)
 	occurrence := req.occurrence
 	run := &models.Run{

@@ -37,7 +37,7 @@ func cronInput(id, cron string) scheduling.CreateInput {
 	return scheduling.CreateInput{
 		Namespace: "default", ScheduleID: id,
 		Spec:   models.Spec{CronExpressions: []string{cron}, Timezone: "UTC"},
-		Action: models.Action{WorkflowType: "invoice-sync", Input: map[string]any{"region": "eu"}},
+		Action: models.Action{WorkflowType: "invoice-sync", Input: json.RawMessage(`{"region": "eu"}`)},
 	}
 }
 

@@ -447,3 +447,16 @@ func TestMetricsEndpoint(t *testing.T) {
 		require.Contains(t, out.Raw, want)
 	}
 }
+
+func TestAPIKeepsInputDocumentsExact(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newAPI(t, db, "")
+		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"big","cron":"0 * * * *","action":{"workflow_type":"w","input":{"id":12345678901234567890,"ratio":0.1}}}`)
+		res := f.do("GET", v2+"/schedules/big", "")
+		require.Contains(t, res.Raw, `12345678901234567890`, "big integers are not rounded through float64")
+		runID := f.must(200, "POST", v2+"/schedules/big/trigger", "")["run_id"].(string)
+		require.Contains(t, f.do("GET", v2+"/runs/"+runID, "").Raw, `12345678901234567890`)
+	})
+}

@@ -74,10 +74,12 @@ func (s *server) start(workflowType string, input any) string {
 	s.t.Helper()
 	ctx := s.t.Context()
 	id := fmt.Sprintf("sch-%d", s.nextID.Add(1))
-	_, err := s.svc.Create(ctx, scheduling.CreateInput{
+	raw, err := json.Marshal(input)
+	require.NoError(s.t, err)
+	_, err = s.svc.Create(ctx, scheduling.CreateInput{
 		Namespace: "default", ScheduleID: id,
 		Spec:          models.Spec{CronExpressions: []string{"0 0 1 1 *"}, Timezone: "UTC"},
-		Action:        models.Action{WorkflowType: workflowType, Input: input},
+		Action:        models.Action{WorkflowType: workflowType, Input: raw},
 		OverlapPolicy: scheduling.OverlapAllowAll,
 	}, nil)
 	require.NoError(s.t, err)
