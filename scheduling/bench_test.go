@@ -3,6 +3,7 @@ package scheduling_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,61 @@ func BenchmarkTickIdle(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkClaimComplete: 4 concurrent pollers claim runs (batches of 10)
+// and complete each one, on PostgreSQL. Reports runs per second.
+func BenchmarkClaimComplete(b *testing.B) {
+	const pollers, runs = 4, 2000
+	db := dbtest.Postgres(b)
+	clock := schedtest.NewClock(t0)
+	svc := schedtest.Service(db, clock)
+	ctx := context.Background()
+	in := scheduling.CreateInput{Namespace: "default", ScheduleID: "bench", Spec: models.Spec{CronExpressions: []string{"* * * * *"}},
+		Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll}
+	if _, err := svc.Create(ctx, in, nil); err != nil {
+		b.Fatal(err)
+	}
+	var done int
+	var elapsed time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		from := t0.Add(time.Duration(i*runs) * time.Minute)
+		if _, err := svc.Backfill(ctx, "default", "bench", scheduling.BackfillInput{From: from, To: from.Add(runs * time.Minute)}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		started := time.Now()
+		var wg sync.WaitGroup
+		counts := make([]int, pollers)
+		for p := range pollers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					claimed, err := svc.Poll(ctx, scheduling.PollRequest{Namespace: "default", Limit: 10, LeaseSeconds: 60, WorkerID: fmt.Sprint("p", p)})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if len(claimed) == 0 {
+						return
+					}
+					for _, r := range claimed {
+						if _, err := svc.CompleteRun(ctx, "default", r.ID, nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+					counts[p] += len(claimed)
+				}
+			}()
+		}
+		wg.Wait()
+		elapsed += time.Since(started)
+		for _, n := range counts {
+			done += n
+		}
+	}
+	b.ReportMetric(float64(done)/elapsed.Seconds(), "runs/s")
 }
