@@ -286,3 +286,35 @@ func FromBackfill(rep *scheduling.BackfillReport) Backfill {
 	}
 	return out
 }
+
+// SchedulePage is one page of GET /schedules.
+type SchedulePage struct {
+	Schedules  []Schedule `json:"schedules"`
+	NextCursor *string    `json:"next_cursor"`
+	HasMore    bool       `json:"has_more"`
+}
+
+// FromSchedulePage renders a page of schedules.
+func FromSchedulePage(p *scheduling.SchedulePage) SchedulePage {
+	out := SchedulePage{Schedules: make([]Schedule, 0, len(p.Schedules)), NextCursor: NilIfEmpty(p.NextCursor), HasMore: p.HasMore}
+	for i := range p.Schedules {
+		out.Schedules = append(out.Schedules, FromSchedule(&p.Schedules[i]))
+	}
+	return out
+}
+
+// RunPage is one page of GET /runs.
+type RunPage struct {
+	Runs       []Run   `json:"runs"`
+	NextCursor *string `json:"next_cursor"`
+	HasMore    bool    `json:"has_more"`
+}
+
+// FromRunPage renders a page of runs.
+func FromRunPage(p *scheduling.RunPage) RunPage {
+	out := RunPage{Runs: make([]Run, 0, len(p.Runs)), NextCursor: NilIfEmpty(p.NextCursor), HasMore: p.HasMore}
+	for i := range p.Runs {
+		out.Runs = append(out.Runs, FromRun(&p.Runs[i]))
+	}
+	return out
+}

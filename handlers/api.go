@@ -122,15 +122,7 @@ func (h *API) ListSchedules(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Schedules  []apijson.Schedule `json:"schedules"`
-		NextCursor *string            `json:"next_cursor"`
-		HasMore    bool               `json:"has_more"`
-	}{Schedules: make([]apijson.Schedule, 0, len(page.Schedules)), NextCursor: apijson.NilIfEmpty(page.NextCursor), HasMore: page.HasMore}
-	for i := range page.Schedules {
-		out.Schedules = append(out.Schedules, apijson.FromSchedule(&page.Schedules[i]))
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, apijson.FromSchedulePage(page))
 }
 
 // UpdateSchedule answers PATCH /schedules/{id}: only the given fields change.
@@ -359,15 +351,7 @@ func (h *API) listRuns(c echo.Context, scheduleID string) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Runs       []apijson.Run `json:"runs"`
-		NextCursor *string       `json:"next_cursor"`
-		HasMore    bool          `json:"has_more"`
-	}{Runs: make([]apijson.Run, 0, len(page.Runs)), NextCursor: apijson.NilIfEmpty(page.NextCursor), HasMore: page.HasMore}
-	for i := range page.Runs {
-		out.Runs = append(out.Runs, apijson.FromRun(&page.Runs[i]))
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, apijson.FromRunPage(page))
 }
 
 // GetRun answers GET /runs/{run_id} with the run and its history.
