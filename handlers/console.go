@@ -117,6 +117,14 @@ func (r *request) url(path string, kv ...string) string {
 }
 
 func scheduleURL(id string) string { return consolePrefix + "/schedules/" + url.PathEscape(id) }
+// urlNamespace is the namespace to carry in forms, when it came from the URL.
+func (r *request) urlNamespace() string {
+	if r.nsInURL {
+		return r.ns
+	}
+	return ""
+}
+
 func runURL(id string) string      { return consolePrefix + "/runs/" + url.PathEscape(id) }
 
 // layout is the page frame; it takes (and clears) the pending flash message.

@@ -71,7 +71,7 @@ func (h *Console) Registry(c echo.Context) error {
 	status, q, label, cursor, limitRaw := c.QueryParam("status"), c.QueryParam("q"), c.QueryParam("label"), c.QueryParam("cursor"), c.QueryParam("limit")
 	self := r.url(registryPath, "status", status, "q", q, "label", label, "cursor", cursor, "limit", limitRaw)
 	v := views.RegistryView{
-		Filters:    views.RegistryFilters{Action: registryPath, Status: status, Q: q, Label: label},
+		Filters:    views.RegistryFilters{Action: registryPath, Status: status, Q: q, Label: label, Namespace: r.urlNamespace()},
 		RefreshURL: self, BulkURL: r.url(registryPath + "/bulk"), CanBulk: r.canOperate(),
 		Filtered: status != "" || q != "" || label != "", ClearFiltersURL: r.url(registryPath),
 	}

@@ -65,8 +65,12 @@ func (h *Worker) Poll(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"runs": out})
 }
 
-// namespace takes the body's namespace, else the request's.
+// namespace takes the body's namespace, else the request's. On a server
+// fixed to one namespace, any other is answered like one that does not exist.
 func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
+	if h.Namespace != "" && fromBody != "" && fromBody != h.Namespace {
+		return "", &scheduling.NotFoundError{Code: "not_found", Message: "namespace \"" + fromBody + "\" not found"}
+	}
 	if fromBody != "" && h.Namespace == "" {
 		if !scheduling.ValidNamespace(fromBody) {
 			return "", scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")

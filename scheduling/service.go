@@ -126,7 +126,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
 	}
 	if !ValidScheduleID(in.ScheduleID) {
-		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-'")
+		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")
 	}
 	compiled := compileField(v, in.Spec)
 	validateAction(v, in.Action)

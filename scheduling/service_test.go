@@ -3,6 +3,7 @@ package scheduling_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +143,12 @@ func TestCreateRejectsBadInputFieldByField(t *testing.T) {
 		require.Contains(t, v.Fields, field)
 	}
 	require.Contains(t, v.Fields["spec.cron_expressions[0]"], "6 fields")
+
+	for _, id := range []string{".", "..", strings.Repeat("x", 201), "a/b", "émoji"} {
+		_, err = f.svc.Create(f.ctx, cronInput(id, "0 * * * *"), nil)
+		require.ErrorAs(t, err, &v, id)
+		require.Contains(t, v.Fields, "schedule_id", id)
+	}
 
 	_, err = f.svc.Create(f.ctx, cronInput("never", "0 0 30 2 *"), nil)
 	require.ErrorAs(t, err, &v)

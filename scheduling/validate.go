@@ -43,7 +43,11 @@ var (
 func ValidNamespace(name string) bool { return namespacePattern.MatchString(name) }
 
 // ValidScheduleID reports whether id follows SPEC §2's schedule ID rule.
-func ValidScheduleID(id string) bool { return scheduleIDPattern.MatchString(id) }
+// "." and ".." are refused: browsers and proxies resolve them out of URL
+// paths, so such a schedule could never be addressed.
+func ValidScheduleID(id string) bool {
+	return scheduleIDPattern.MatchString(id) && id != "." && id != ".."
+}
 
 func validPolicy(p string) bool {
 	for _, known := range OverlapPolicies {
