@@ -78,7 +78,10 @@ func (l *Loop) Start(ctx context.Context) {
 		for {
 			started := time.Now()
 			res, err := l.RunOnce(ctx)
-			if err != nil && ctx.Err() == nil {
+			if ctx.Err() != nil {
+				return // stopping: a pass cut short is not a failure
+			}
+			if err != nil {
 				logger.Error("scheduling pass failed", "err", err)
 			}
 			if n := len(res.Rows); n > 0 {
