@@ -290,7 +290,7 @@ func (h *Console) DeleteConfirm(c echo.Context) error {
 
 func (r *request) deleteView(s *models.Schedule, msg string) views.DeleteView {
 	return views.DeleteView{ScheduleID: s.ScheduleID, ScheduleURL: r.url(scheduleURL(s.ScheduleID)),
-		Action: r.url(scheduleURL(s.ScheduleID) + "/delete"), Error: msg}
+		Action: r.url(scheduleURL(s.ScheduleID) + "/delete"), Error: msg, ReturnTo: r.url(registryPath)}
 }
 
 // Delete answers POST /waterline/schedules/{id}/delete (confirm = the ID).
