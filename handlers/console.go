@@ -117,6 +117,7 @@ func (r *request) url(path string, kv ...string) string {
 }
 
 func scheduleURL(id string) string { return consolePrefix + "/schedules/" + url.PathEscape(id) }
+
 // urlNamespace is the namespace to carry in forms, when it came from the URL.
 func (r *request) urlNamespace() string {
 	if r.nsInURL {
@@ -125,7 +126,7 @@ func (r *request) urlNamespace() string {
 	return ""
 }
 
-func runURL(id string) string      { return consolePrefix + "/runs/" + url.PathEscape(id) }
+func runURL(id string) string { return consolePrefix + "/runs/" + url.PathEscape(id) }
 
 // layout is the page frame; it takes (and clears) the pending flash message.
 func (r *request) layout(title, nav string) views.LayoutView {
