@@ -206,3 +206,18 @@ func TestConsoleLoginSessionsAndCSRF(t *testing.T) {
 	require.Equal(t, "/waterline/login", seeOther(t, c.post("/waterline/logout", nil)))
 	require.Empty(t, c.cookie("tideline_session"))
 }
+
+func TestLoginAttemptsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	s := newSecured(t, db)
+	c := newConsole(t, db, "")
+	c.api = s.apiFixture
+	var statuses []int
+	for range 7 {
+		statuses = append(statuses, c.post("/waterline/login", url.Values{"token": {"guess"}}).Status)
+	}
+	require.Equal(t, []int{401, 401, 401, 401, 401, 429, 429}, statuses, "a burst of 5, then refused")
+	require.Equal(t, http.StatusTooManyRequests, c.post("/waterline/login", url.Values{"token": {s.tokens["admin"]}}).Status,
+		"even the right token waits: guessing must not be cheaper than waiting")
+}
