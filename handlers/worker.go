@@ -84,6 +84,7 @@ func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
 func (h *Worker) Heartbeat(c echo.Context) error {
 	var req struct {
 		Namespace    string `json:"namespace"`
+		WorkerID     string `json:"worker_id"`
 		LeaseSeconds int    `json:"lease_seconds"`
 	}
 	if err := decodeJSON(c, &req, true); err != nil {
@@ -93,7 +94,7 @@ func (h *Worker) Heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.Heartbeat(c.Request().Context(), ns, c.Param("run_id"), req.LeaseSeconds)
+	run, err := h.Service.Heartbeat(c.Request().Context(), ns, c.Param("run_id"), req.WorkerID, req.LeaseSeconds)
 	if err != nil {
 		return err
 	}
@@ -104,6 +105,7 @@ func (h *Worker) Heartbeat(c echo.Context) error {
 func (h *Worker) Complete(c echo.Context) error {
 	var req struct {
 		Namespace string          `json:"namespace"`
+		WorkerID  string          `json:"worker_id"`
 		Output    json.RawMessage `json:"output"`
 	}
 	if err := decodeJSON(c, &req, true); err != nil {
@@ -113,7 +115,7 @@ func (h *Worker) Complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.CompleteRun(c.Request().Context(), ns, c.Param("run_id"), req.Output)
+	run, err := h.Service.CompleteRun(c.Request().Context(), ns, c.Param("run_id"), req.WorkerID, req.Output)
 	if err != nil {
 		return err
 	}
@@ -124,6 +126,7 @@ func (h *Worker) Complete(c echo.Context) error {
 func (h *Worker) Fail(c echo.Context) error {
 	var req struct {
 		Namespace string `json:"namespace"`
+		WorkerID  string `json:"worker_id"`
 		Message   string `json:"message"`
 		Type      string `json:"type"`
 	}
@@ -134,7 +137,7 @@ func (h *Worker) Fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), req.Message, req.Type)
+	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), req.WorkerID, req.Message, req.Type)
 	if err != nil {
 		return err
 	}

@@ -169,7 +169,7 @@ func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runI
 }
 
 // runChange runs fn on one locked run in a transaction.
-func (s *Service) runChange(ctx context.Context, namespace, runID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error) (*models.Run, error) {
+func (s *Service) runChange(ctx context.Context, namespace, runID, workerID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error) (*models.Run, error) {
 	var out *models.Run
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		run, err := s.lockActiveRun(ctx, tx, namespace, runID)
@@ -179,6 +179,10 @@ func (s *Service) runChange(ctx context.Context, namespace, runID string, requir
 		if requireRunning && run.Status != models.RunRunning {
 			return conflict("run_not_running", "run %q is %s, not running", runID, run.Status)
 		}
+		// A worker that names itself may only act on the runs it holds.
+		if workerID != "" && run.WorkerID != nil && *run.WorkerID != workerID {
+			return conflict("run_held_by_another_worker", "run %q is held by another worker", runID)
+		}
 		out = run
 		return fn(ctx, tx, run, s.now())
 	})
@@ -187,14 +191,14 @@ func (s *Service) runChange(ctx context.Context, namespace, runID string, requir
 
 // Heartbeat extends a running run's lease and tells the worker whether an
 // operator (or an overlap policy) asked it to stop.
-func (s *Service) Heartbeat(ctx context.Context, namespace, runID string, leaseSeconds int) (*models.Run, error) {
+func (s *Service) Heartbeat(ctx context.Context, namespace, runID, workerID string, leaseSeconds int) (*models.Run, error) {
 	if leaseSeconds == 0 {
 		leaseSeconds = DefaultLeaseSeconds
 	}
 	if leaseSeconds < 1 || leaseSeconds > MaxLeaseSeconds {
 		return nil, NewValidationError("lease_seconds", fmt.Sprintf("must be between 1 and %d", MaxLeaseSeconds))
 	}
-	return s.runChange(ctx, namespace, runID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(leaseSeconds) * time.Second))
 		run.UpdatedAt = now
 		return models.UpdateRun(ctx, tx, run)
@@ -202,11 +206,11 @@ func (s *Service) Heartbeat(ctx context.Context, namespace, runID string, leaseS
 }
 
 // CompleteRun records a run's successful result.
-func (s *Service) CompleteRun(ctx context.Context, namespace, runID string, output json.RawMessage) (*models.Run, error) {
+func (s *Service) CompleteRun(ctx context.Context, namespace, runID, workerID string, output json.RawMessage) (*models.Run, error) {
 	if len(output) > 0 && !json.Valid(output) {
 		return nil, NewValidationError("output", "must be valid JSON")
 	}
-	return s.runChange(ctx, namespace, runID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		run.Output = output
 		return s.finish(ctx, tx, run, now, models.RunCompleted, RunEventCompleted, map[string]any{})
 	})
@@ -214,11 +218,11 @@ func (s *Service) CompleteRun(ctx context.Context, namespace, runID string, outp
 
 // FailRun records a run's failure. A worker that stops because it was asked
 // to cancel reports type "cancelled"; the run then ends cancelled.
-func (s *Service) FailRun(ctx context.Context, namespace, runID, message, failureType string) (*models.Run, error) {
+func (s *Service) FailRun(ctx context.Context, namespace, runID, workerID, message, failureType string) (*models.Run, error) {
 	if message == "" {
 		return nil, NewValidationError("message", "is required")
 	}
-	return s.runChange(ctx, namespace, runID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		if failureType == "cancelled" && run.CancelRequestedAt != nil {
 			return s.finish(ctx, tx, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": message})
 		}
@@ -229,7 +233,7 @@ func (s *Service) FailRun(ctx context.Context, namespace, runID, message, failur
 
 // CancelRun asks a run to stop gracefully (a pending run is cancelled at once).
 func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
-	return s.runChange(ctx, namespace, runID, false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		if run.CancelRequestedAt != nil {
 			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
 		}
@@ -239,7 +243,7 @@ func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *Co
 
 // TerminateRun stops a run at once.
 func (s *Service) TerminateRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
-	return s.runChange(ctx, namespace, runID, false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		return s.terminate(ctx, tx, now, run.ID, operatorReason("terminate", cc))
 	})
 }

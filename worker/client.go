@@ -30,6 +30,9 @@ type ClientOptions struct {
 	// Namespace is sent with every call; empty lets the server decide
 	// (its fixed namespace, else "default").
 	Namespace string
+	// WorkerID is sent with heartbeats and results, so the server refuses
+	// them for a run that another worker holds.
+	WorkerID string
 	// HTTPClient defaults to a client without a global timeout: each call
 	// sets its own deadline, because a long poll legitimately takes ~30 s.
 	HTTPClient *http.Client
@@ -40,6 +43,7 @@ type Client struct {
 	base      string
 	token     string
 	namespace string
+	workerID  string
 	http      *http.Client
 }
 
@@ -53,7 +57,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{base: strings.TrimRight(u.String(), "/") + apiPrefix, token: opts.Token, namespace: opts.Namespace, http: hc}, nil
+	return &Client{base: strings.TrimRight(u.String(), "/") + apiPrefix, token: opts.Token, namespace: opts.Namespace, workerID: opts.WorkerID, http: hc}, nil
 }
 
 // Run is a run claimed by this worker. Deadlines are the server's; it
@@ -145,8 +149,9 @@ func (c *Client) Poll(ctx context.Context, req PollRequest) ([]Run, error) {
 func (c *Client) Heartbeat(ctx context.Context, runID string, leaseSeconds int) (HeartbeatResult, error) {
 	body := struct {
 		Namespace    string `json:"namespace,omitempty"`
+		WorkerID     string `json:"worker_id,omitempty"`
 		LeaseSeconds int    `json:"lease_seconds,omitempty"`
-	}{c.namespace, leaseSeconds}
+	}{c.namespace, c.workerID, leaseSeconds}
 	var out HeartbeatResult
 	if err := c.call(ctx, callTimeout, runPath(runID, "heartbeat"), body, &out); err != nil {
 		return HeartbeatResult{}, fmt.Errorf("heartbeat run %s: %w", runID, err)
@@ -158,8 +163,9 @@ func (c *Client) Heartbeat(ctx context.Context, runID string, leaseSeconds int) 
 func (c *Client) Complete(ctx context.Context, runID string, output json.RawMessage) error {
 	body := struct {
 		Namespace string          `json:"namespace,omitempty"`
+		WorkerID  string          `json:"worker_id,omitempty"`
 		Output    json.RawMessage `json:"output,omitempty"`
-	}{c.namespace, output}
+	}{c.namespace, c.workerID, output}
 	if err := c.call(ctx, callTimeout, runPath(runID, "complete"), body, nil); err != nil {
 		return fmt.Errorf("complete run %s: %w", runID, err)
 	}
@@ -171,9 +177,10 @@ func (c *Client) Complete(ctx context.Context, runID string, output json.RawMess
 func (c *Client) Fail(ctx context.Context, runID, message, failureType string) error {
 	body := struct {
 		Namespace string `json:"namespace,omitempty"`
+		WorkerID  string `json:"worker_id,omitempty"`
 		Message   string `json:"message"`
 		Type      string `json:"type"`
-	}{c.namespace, message, failureType}
+	}{c.namespace, c.workerID, message, failureType}
 	if err := c.call(ctx, callTimeout, runPath(runID, "fail"), body, nil); err != nil {
 		return fmt.Errorf("fail run %s: %w", runID, err)
 	}

@@ -85,7 +85,7 @@ type Worker struct {
 
 // New returns a worker, or an error when the options cannot work.
 func New(opts Options) (*Worker, error) {
-	client, err := NewClient(ClientOptions{BaseURL: opts.BaseURL, Token: opts.Token, Namespace: opts.Namespace, HTTPClient: opts.HTTPClient})
+	client, err := NewClient(ClientOptions{BaseURL: opts.BaseURL, Token: opts.Token, Namespace: opts.Namespace, WorkerID: opts.WorkerID, HTTPClient: opts.HTTPClient})
 	if err != nil {
 		return nil, err
 	}
