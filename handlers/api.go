@@ -135,6 +135,9 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 	if err := decodeJSON(c, &raw, false); err != nil {
 		return err
 	}
+	if raw == nil {
+		return &BadRequestError{Code: "invalid_json", Message: "the body must be a JSON object of the fields to change, not null"}
+	}
 	in, err := parseUpdate(raw)
 	if err != nil {
 		return err

@@ -34,6 +34,11 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 		}
 		return &BadRequestError{Code: "invalid_json", Message: "request body is empty; send a JSON object"}
 	}
+	// Neither database stores NUL in text, so refuse it here as bad input
+	// rather than fail later on the way to the database.
+	if bytes.Contains(bytes.ToLower(body), []byte(`\u0000`)) {
+		return &BadRequestError{Code: "invalid_json", Message: "JSON strings may not contain NUL characters (\\u0000)"}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

@@ -190,6 +190,10 @@ func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
 			best, found = at, true
 		}
 	}
+	// Instants past 9999-12-31 have no RFC 3339 form (and no real use).
+	if found && best > maxUnix {
+		return 0, false
+	}
 	return best, found
 }
 

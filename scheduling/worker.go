@@ -170,6 +170,9 @@ func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runI
 
 // runChange runs fn on one locked run in a transaction.
 func (s *Service) runChange(ctx context.Context, namespace, runID, workerID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error) (*models.Run, error) {
+	if len(workerID) > MaxNameLength {
+		return nil, NewValidationError("worker_id", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
 	var out *models.Run
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		run, err := s.lockActiveRun(ctx, tx, namespace, runID)

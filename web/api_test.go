@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -458,5 +459,29 @@ func TestAPIKeepsInputDocumentsExact(t *testing.T) {
 		require.Contains(t, res.Raw, `12345678901234567890`, "big integers are not rounded through float64")
 		runID := f.must(200, "POST", v2+"/schedules/big/trigger", "")["run_id"].(string)
 		require.Contains(t, f.do("GET", v2+"/runs/"+runID, "").Raw, `12345678901234567890`)
+	})
+}
+
+func TestNULCharactersAreBadRequests(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newAPI(t, db, "")
+		for _, tc := range []struct{ method, path, body string }{
+			{"GET", v2 + "/schedules/a%00b", ""},
+			{"GET", v2 + "/schedules?q=x%00y", ""},
+			{"POST", v2 + "/schedules", `{"schedule_id":"n","cron":"0 * * * *","action":{"workflow_type":"w"},"note":"a\u0000b"}`},
+			{"PATCH", v2 + "/schedules/n", `null`},
+		} {
+			res := f.do(tc.method, tc.path, tc.body)
+			require.Equal(t, http.StatusBadRequest, res.Status, "%s %s: %s", tc.method, tc.path, res.Raw)
+		}
+		n, err := db.NewSelect().Model((*models.Schedule)(nil)).Count(t.Context())
+		require.NoError(t, err)
+		require.Zero(t, n)
+
+		c := newConsole(t, db, "")
+		res := c.post("/waterline/schedules", url.Values{"schedule_id": {"n"}, "cron_expressions": {"0 * * * *"}, "workflow_type": {"w"}, "note": {"a\x00b"}})
+		require.Equal(t, http.StatusBadRequest, res.Status, "console form fields too")
 	})
 }

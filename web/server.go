@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/auth"
+	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -81,6 +83,7 @@ func NewServer(d Deps) *echo.Echo {
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 	}))
 	e.Use(middleware.BodyLimit("1M"))
+	e.Use(rejectNUL)
 
 	registerRoutes(e, d)
 	return e
@@ -117,4 +120,27 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 			return nil
 		},
 	})
+}
+
+// rejectNUL refuses NUL characters in the path, the query and form fields
+// with a 400: neither database stores them in text, and letting one through
+// would turn bad input into a 500 further down.
+func rejectNUL(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		bad := strings.ContainsRune(r.URL.Path, 0) || strings.Contains(r.URL.RawQuery, "%00") || strings.Contains(r.URL.RawPath, "%00")
+		if !bad && r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm) {
+			if err := r.ParseForm(); err == nil {
+				for _, values := range r.PostForm {
+					for _, v := range values {
+						bad = bad || strings.ContainsRune(v, 0)
+					}
+				}
+			}
+		}
+		if bad {
+			return &handlers.BadRequestError{Code: "bad_request", Message: "NUL characters are not allowed in paths, queries or form fields"}
+		}
+		return next(c)
+	}
 }
