@@ -1,0 +1,233 @@
+package reliability
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/migrations"
+)
+
+// serveSchedules is how many schedules BenchmarkServe100k puts behind the
+// server.
+const serveSchedules = 100_000
+
+// BenchmarkServe100k starts `tideline serve` (loop on, default period, info
+// logging to a file) on PostgreSQL with 100,000 idle daily schedules and
+// loads it from this process — a second process on loopback — with 8
+// keep-alive connections for 20 s per endpoint (after 2 s of warm-up):
+//
+//   - api-first: GET /waterline/api/v2/schedules?limit=50 (the first 50);
+//   - api-cursor: the same from a random cursor (keyset pages across the
+//     100,000);
+//   - registry: GET /waterline/schedules, the console's schedule list (HTML).
+//
+// Reported per endpoint: requests/s and p50/p99 latency; and the server's
+// resident memory (VmRSS) idle after start and after the load, with its
+// peak (VmHWM). When wrk is installed it also loads each endpoint with
+// `wrk -t2 -c8 -d20s --latency` and logs wrk's report as a cross-check.
+//
+//	go test ./reliability -run '^$' -bench Serve100k -benchtime 1x -count 3 -timeout 60m -v
+func BenchmarkServe100k(b *testing.B) {
+	url := dbtest.PostgresURL(b)
+	db := openDB(b, url)
+	ctx := context.Background()
+	if _, err := migrations.Apply(ctx, db); err != nil {
+		b.Fatal(err)
+	}
+	seedIdleSchedules(b, db, serveSchedules)
+	r := newReplica(b, "serve", url)
+	r.start()
+	pid := r.pid()
+	idle := readMemory(b, pid)
+	b.Run("rss-idle", func(b *testing.B) {
+		for b.Loop() {
+		}
+		b.ReportMetric(idle.rssMB, "rss-MB")
+	})
+
+	endpoints := []struct {
+		name string
+		path func(rng *rand.Rand) string
+	}{
+		{"api-first", func(*rand.Rand) string { return "/waterline/api/v2/schedules?limit=50" }},
+		{"api-cursor", func(rng *rand.Rand) string {
+			id := fmt.Sprintf("load-%06d", 1+rng.IntN(serveSchedules-50))
+			return "/waterline/api/v2/schedules?limit=50&cursor=" + base64.RawURLEncoding.EncodeToString([]byte(id))
+		}},
+		{"registry", func(*rand.Rand) string { return "/waterline/schedules" }},
+	}
+	for _, ep := range endpoints {
+		b.Run(ep.name, func(b *testing.B) {
+			var res loadResult
+			for b.Loop() {
+				res = runLoad(b, r, ep.path, 8, 2*time.Second, 20*time.Second)
+			}
+			b.ReportMetric(res.rps, "req/s")
+			b.ReportMetric(res.p50.Seconds()*1000, "p50-ms")
+			b.ReportMetric(res.p99.Seconds()*1000, "p99-ms")
+			b.Logf("%s: %d requests, %.0f req/s, p50 %s, p99 %s, max %s", ep.name, res.requests, res.rps, res.p50, res.p99, res.max)
+			if wrk, err := exec.LookPath("wrk"); err == nil {
+				out, err := exec.Command(wrk, "-t2", "-c8", "-d20s", "--latency", r.url(ep.path(rand.New(rand.NewPCG(1, 2))))).CombinedOutput()
+				b.Logf("wrk cross-check (%v):\n%s", err, out)
+			}
+		})
+	}
+	loaded := readMemory(b, pid)
+	b.Run("rss-after-load", func(b *testing.B) {
+		for b.Loop() {
+		}
+		b.ReportMetric(loaded.rssMB, "rss-MB")
+		b.ReportMetric(loaded.hwmMB, "peak-rss-MB")
+	})
+	b.Logf("serve RSS with %d schedules: %.1f MB idle, %.1f MB after load, peak %.1f MB", serveSchedules, idle.rssMB, loaded.rssMB, loaded.hwmMB)
+	r.stop()
+}
+
+// seedIdleSchedules inserts n active daily schedules (next fire tomorrow at
+// 03:00 UTC, so the loop stays idle), each with a label and one recent
+// action, in one generate_series statement.
+func seedIdleSchedules(b testing.TB, db *bun.DB, n int) {
+	b.Helper()
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, `INSERT INTO workflow_schedules
+		(id, namespace, schedule_id, status, spec, action, overlap_policy, labels, note, fires_count, last_fired_at,
+		 latest_instance_id, recent_actions, next_fire_at, next_nominal_at, created_at, updated_at)
+		SELECT 'IDLE' || lpad(g::text, 22, '0'), 'default', 'load-' || lpad(g::text, 6, '0'), 'active',
+			'{"cron_expressions":["0 3 * * *"],"intervals":[],"timezone":"UTC"}',
+			'{"workflow_type":"nightly-report","execution_timeout_seconds":null,"run_timeout_seconds":null}',
+			'skip', jsonb_build_object('team', 'team-' || (g % 10)), 'seeded for the load benchmark', 1,
+			date_trunc('day', now()) - interval '21 hours',
+			'schedule:load-' || lpad(g::text, 6, '0') || ':' || extract(epoch FROM date_trunc('day', now()) - interval '21 hours')::bigint,
+			jsonb_build_array(jsonb_build_object(
+				'instance_id', 'schedule:load-' || lpad(g::text, 6, '0') || ':' || extract(epoch FROM date_trunc('day', now()) - interval '21 hours')::bigint,
+				'run_id', 'RUN' || lpad(g::text, 23, '0'), 'outcome', 'scheduled',
+				'fired_at', to_char((date_trunc('day', now()) - interval '21 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS".012Z"'),
+				'occurrence_time', to_char((date_trunc('day', now()) - interval '21 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+				'fire_lag_ms', 12)),
+			date_trunc('day', now()) + interval '27 hours', date_trunc('day', now()) + interval '27 hours',
+			now() - interval '30 days', now() - interval '30 days'
+		FROM generate_series(1, ?) AS g`, n)
+	if err != nil {
+		b.Fatalf("seed %d schedules: %v", n, err)
+	}
+	if _, err := db.ExecContext(ctx, "ANALYZE workflow_schedules"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+type memory struct{ rssMB, hwmMB float64 }
+
+// readMemory reads VmRSS and VmHWM of a process from /proc.
+func readMemory(b testing.TB, pid int) memory {
+	b.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var m memory
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseFloat(fields[1], 64)
+		if err != nil {
+			continue
+		}
+		switch fields[0] {
+		case "VmRSS:":
+			m.rssMB = kb / 1024
+		case "VmHWM:":
+			m.hwmMB = kb / 1024
+		}
+	}
+	return m
+}
+
+type loadResult struct {
+	requests      int
+	rps           float64
+	p50, p99, max time.Duration
+}
+
+// runLoad sends GET requests from conns goroutines over keep-alive
+// connections for warmup+measure, and summarises the measured part.
+func runLoad(b testing.TB, r *replica, path func(*rand.Rand) string, conns int, warmup, measure time.Duration) loadResult {
+	b.Helper()
+	transport := &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true}
+	defer transport.CloseIdleConnections()
+	c := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	start := time.Now()
+	measureFrom, end := start.Add(warmup), start.Add(warmup+measure)
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		failures  []string
+		wg        sync.WaitGroup
+	)
+	for w := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var mine []time.Duration
+			for {
+				sent := time.Now()
+				if !sent.Before(end) {
+					break
+				}
+				res, err := c.Get(r.url(path(rng)))
+				if err == nil {
+					_, err = io.Copy(io.Discard, res.Body)
+					_ = res.Body.Close()
+					if err == nil && res.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", res.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					failures = append(failures, err.Error())
+					mu.Unlock()
+					continue
+				}
+				if !sent.Before(measureFrom) {
+					mine = append(mine, time.Since(sent))
+				}
+			}
+			mu.Lock()
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		b.Fatalf("%d failed requests, e.g. %s", len(failures), failures[0])
+	}
+	slices.Sort(latencies)
+	n := len(latencies)
+	if n == 0 {
+		b.Fatal("no request completed")
+	}
+	return loadResult{
+		requests: n, rps: float64(n) / measure.Seconds(),
+		p50: latencies[n/2], p99: latencies[min(n-1, n*99/100)], max: latencies[n-1],
+	}
+}

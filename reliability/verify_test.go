@@ -1,0 +1,281 @@
+package reliability
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// openDB opens the test's database from the test process itself, to
+// prepare data and to check what the replicas wrote.
+func openDB(t testing.TB, url string) *bun.DB {
+	t.Helper()
+	db, err := database.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// fireStats summarises a verified run of scheduled fires.
+type fireStats struct {
+	Schedules int
+	Fires     int
+	// Dropped counts occurrences that passed while their schedule's
+	// previous fire was late: the missed-fire policy skips them on purpose.
+	Dropped int
+	LagP50  time.Duration
+	LagP99  time.Duration
+	LagMax  time.Duration
+}
+
+func (s fireStats) String() string {
+	return fmt.Sprintf("%d schedules, %d fires, %d occurrences dropped by the missed-fire policy, fire lag p50 %s p99 %s max %s",
+		s.Schedules, s.Fires, s.Dropped, s.LagP50, s.LagP99, s.LagMax)
+}
+
+type auditRow struct {
+	ScheduleULID string          `bun:"workflow_schedule_id"`
+	Sequence     int64           `bun:"sequence"`
+	EventType    string          `bun:"event_type"`
+	Payload      json.RawMessage `bun:"payload"`
+	InstanceID   *string         `bun:"workflow_instance_id"`
+	RunID        *string         `bun:"workflow_run_id"`
+}
+
+type runRow struct {
+	ID             string    `bun:"id"`
+	ScheduleULID   string    `bun:"workflow_schedule_id"`
+	InstanceULID   string    `bun:"workflow_instance_id"`
+	InstanceID     string    `bun:"instance_id"`
+	Trigger        string    `bun:"trigger"`
+	OccurrenceTime time.Time `bun:"occurrence_time"`
+	CreatedAt      time.Time `bun:"created_at"`
+}
+
+type instanceRow struct {
+	ID           string `bun:"id"`
+	ScheduleULID string `bun:"workflow_schedule_id"`
+	InstanceID   string `bun:"instance_id"`
+	LatestRunID  string `bun:"latest_run_id"`
+}
+
+// verifyExactlyOnce checks, from the database alone, that every schedule
+// whose ID starts with prefix fired each of its occurrences at most once
+// and lost none beyond the missed-fire policy (SPEC §4: a late fire is
+// followed by Next(now); the occurrences it passed are dropped):
+//
+//   - one ScheduleTriggered event, one instance and one run per fired
+//     occurrence; fires_count equals each of those counts; no failures and
+//     no skips (an already_started skip would mean two replicas claimed the
+//     same occurrence);
+//   - the audit stream's sequences are exactly 1..last_sequence;
+//   - the first fire is the next_fire_at recorded at creation; every next
+//     fired occurrence is exactly Next(time of the previous fire), so every
+//     gap is an occurrence that had already passed when the previous fire
+//     happened; and the stored next fire is Next(time of the last fire).
+func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
+	t.Helper()
+	ctx := ctxTimeout(t)
+	var schedules []models.Schedule
+	if err := db.NewSelect().Model(&schedules).Where("s.schedule_id LIKE ?", prefix+"-%").Order("s.schedule_id").Scan(ctx); err != nil {
+		t.Fatalf("load schedules: %v", err)
+	}
+	if len(schedules) == 0 {
+		t.Fatalf("no schedules named %s-*", prefix)
+	}
+	ulids := make([]string, 0, len(schedules))
+	for _, s := range schedules {
+		ulids = append(ulids, s.ID)
+	}
+	var events []auditRow
+	if err := db.NewSelect().Table("workflow_schedule_history_events").
+		Column("workflow_schedule_id", "sequence", "event_type", "payload", "workflow_instance_id", "workflow_run_id").
+		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Order("workflow_schedule_id", "sequence").Scan(ctx, &events); err != nil {
+		t.Fatalf("load audit events: %v", err)
+	}
+	var runs []runRow
+	if err := db.NewSelect().Table("workflow_runs").
+		Column("id", "workflow_schedule_id", "workflow_instance_id", "instance_id", "trigger", "occurrence_time", "created_at").
+		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Order("workflow_schedule_id", "occurrence_time").Scan(ctx, &runs); err != nil {
+		t.Fatalf("load runs: %v", err)
+	}
+	var instances []instanceRow
+	if err := db.NewSelect().Table("workflow_instances").
+		Column("id", "workflow_schedule_id", "instance_id", "latest_run_id").
+		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Scan(ctx, &instances); err != nil {
+		t.Fatalf("load instances: %v", err)
+	}
+	eventsOf := map[string][]auditRow{}
+	for _, e := range events {
+		eventsOf[e.ScheduleULID] = append(eventsOf[e.ScheduleULID], e)
+	}
+	runsOf := map[string][]runRow{}
+	for _, r := range runs {
+		runsOf[r.ScheduleULID] = append(runsOf[r.ScheduleULID], r)
+	}
+	instancesOf := map[string]map[string]instanceRow{}
+	for _, i := range instances {
+		if instancesOf[i.ScheduleULID] == nil {
+			instancesOf[i.ScheduleULID] = map[string]instanceRow{}
+		}
+		instancesOf[i.ScheduleULID][i.ID] = i
+	}
+
+	stats := fireStats{Schedules: len(schedules)}
+	var lags []time.Duration
+	for _, s := range schedules {
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Errorf("%s: %s", s.ScheduleID, fmt.Sprintf(format, args...))
+		}
+		evs, rs, insts := eventsOf[s.ID], runsOf[s.ID], instancesOf[s.ID]
+
+		// The audit stream: gap-free, one ScheduleTriggered per occurrence.
+		if int64(len(evs)) != s.LastSequence {
+			fail("%d audit events but last_sequence %d", len(evs), s.LastSequence)
+		}
+		triggered := map[string]auditRow{} // by occurrence_time
+		var created *auditRow
+		for i, e := range evs {
+			if e.Sequence != int64(i+1) {
+				fail("audit sequence %d at position %d: sequences must be 1, 2, 3, …", e.Sequence, i+1)
+				break
+			}
+			var p map[string]any
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				fail("event %d payload: %v", e.Sequence, err)
+				continue
+			}
+			switch e.EventType {
+			case "ScheduleCreated":
+				created = &evs[i]
+			case "ScheduleTriggered":
+				occ, _ := p["occurrence_time"].(string)
+				if prev, dup := triggered[occ]; dup {
+					fail("occurrence %s fired twice: audit events %d and %d", occ, prev.Sequence, e.Sequence)
+				}
+				triggered[occ] = e
+			default:
+				fail("unexpected %s event %d: %s", e.EventType, e.Sequence, e.Payload)
+			}
+		}
+		if s.FiresCount != int64(len(triggered)) || s.FiresCount != int64(len(rs)) || s.FiresCount != int64(len(insts)) {
+			fail("fires_count %d, ScheduleTriggered events %d, runs %d, instances %d: all four must agree",
+				s.FiresCount, len(triggered), len(rs), len(insts))
+		}
+		if s.FailuresCount != 0 || s.SkippedTriggerCount != 0 {
+			reason := ""
+			if s.LastSkipReason != nil {
+				reason = *s.LastSkipReason
+			}
+			fail("failures_count %d, skipped_trigger_count %d (last skip reason %q): want 0 and 0",
+				s.FailuresCount, s.SkippedTriggerCount, reason)
+		}
+		if created == nil {
+			fail("no ScheduleCreated event")
+			continue
+		}
+		compiled, err := scheduling.Compile(s.Spec)
+		if err != nil {
+			fail("compile spec: %v", err)
+			continue
+		}
+
+		// The runs: one per occurrence, named after it, consecutive under
+		// the missed-fire policy.
+		var createdPayload struct {
+			NextFireAt string `json:"next_fire_at"`
+		}
+		_ = json.Unmarshal(created.Payload, &createdPayload)
+		expected, err := time.Parse(time.RFC3339Nano, createdPayload.NextFireAt)
+		if err != nil {
+			fail("ScheduleCreated next_fire_at %q: %v", createdPayload.NextFireAt, err)
+			continue
+		}
+		seenInstance := map[string]bool{}
+		for i, r := range rs {
+			occ := r.OccurrenceTime.UTC()
+			if want := "schedule:" + s.ScheduleID + ":" + strconv.FormatInt(occ.Unix(), 10); r.InstanceID != want {
+				fail("run %s has instance %q, want %q", r.ID, r.InstanceID, want)
+			}
+			if seenInstance[r.InstanceID] {
+				fail("instance %s started twice", r.InstanceID)
+			}
+			seenInstance[r.InstanceID] = true
+			if inst, ok := insts[r.InstanceULID]; !ok || inst.InstanceID != r.InstanceID || inst.LatestRunID != r.ID {
+				fail("run %s does not match its instance row %+v", r.ID, inst)
+			}
+			if r.Trigger != "scheduled" {
+				fail("run %s trigger %q, want scheduled", r.ID, r.Trigger)
+			}
+			if e, ok := triggered[scheduling.FormatTime(occ)]; !ok || e.RunID == nil || *e.RunID != r.ID {
+				fail("run %s for %s has no matching ScheduleTriggered event", r.ID, scheduling.FormatTime(occ))
+			}
+			switch {
+			case occ.Before(expected) && i == 0:
+				fail("first fire %s is before the next_fire_at %s recorded at creation", occ, expected)
+			case occ.Before(expected):
+				fail("fire %d: occurrence %s had already passed when the previous fire ran at %s (want %s: the missed-fire policy continues from the previous fire)",
+					i+1, occ, rs[i-1].CreatedAt.UTC(), expected)
+			case occ.After(expected) && i == 0:
+				fail("first occurrence %s was lost: the first fire is %s", expected, occ)
+			case occ.After(expected):
+				fail("occurrence %s was lost: the previous fire ran at %s, before it, and the next fire is %s",
+					expected, rs[i-1].CreatedAt.UTC(), occ)
+			}
+			if i > 0 {
+				if missed, err := compiled.Between(rs[i-1].OccurrenceTime.Add(time.Second), occ, 1_000_000); err == nil {
+					stats.Dropped += len(missed)
+				}
+			}
+			lag := r.CreatedAt.Sub(occ)
+			if lag < 0 {
+				fail("run %s started at %s, before its occurrence %s", r.ID, r.CreatedAt.UTC(), occ)
+			}
+			lags = append(lags, lag)
+			next, ok := compiled.Next(r.CreatedAt)
+			if !ok {
+				fail("spec never fires after %s", r.CreatedAt)
+				break
+			}
+			expected = next
+		}
+		if s.Status != models.StatusActive {
+			fail("status %s, want active", s.Status)
+		} else if s.NextNominalAt == nil || !s.NextNominalAt.Equal(expected) {
+			fail("stored next occurrence %v, want %s (Next of the last fire)", s.NextNominalAt, expected)
+		}
+		stats.Fires += len(rs)
+	}
+	slices.Sort(lags)
+	if n := len(lags); n > 0 {
+		stats.LagP50, stats.LagP99, stats.LagMax = lags[n/2], lags[min(n-1, n*99/100)], lags[n-1]
+	}
+	return stats
+}
+
+// firedSince counts the prefix's schedules whose last fire is after t.
+func firedSince(ctx context.Context, db *bun.DB, prefix string, t time.Time) (int64, error) {
+	return db.NewSelect().Model((*models.Schedule)(nil)).
+		Where("schedule_id LIKE ?", prefix+"-%").Where("last_fired_at > ?", t).Count(ctx)
+}
+
+// totalFires sums fires_count over the prefix's schedules.
+func totalFires(ctx context.Context, db *bun.DB, prefix string) (int64, error) {
+	var n int64
+	err := db.NewSelect().Model((*models.Schedule)(nil)).ColumnExpr("COALESCE(SUM(fires_count), 0)").
+		Where("schedule_id LIKE ?", prefix+"-%").Scan(ctx, &n)
+	return n, err
+}
