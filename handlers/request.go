@@ -36,7 +36,7 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 	}
 	// Neither database stores NUL in text, so refuse it here as bad input
 	// rather than fail later on the way to the database.
-	if bytes.Contains(bytes.ToLower(body), []byte(`\u0000`)) {
+	if hasNULEscape(body) {
 		return &BadRequestError{Code: "invalid_json", Message: "JSON strings may not contain NUL characters (\\u0000)"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -148,4 +148,26 @@ func resolveNamespace(c echo.Context, fixed string) (string, error) {
 		return "", err
 	}
 	return ns, nil
+}
+
+// hasNULEscape reports whether a JSON document holds the escape \u0000. An
+// escape is real when an odd number of backslashes precede the "u": in
+// "C:\\u0000" the backslash is itself escaped and no NUL is meant.
+func hasNULEscape(body []byte) bool {
+	lower := bytes.ToLower(body)
+	for i := bytes.Index(lower, []byte("u0000")); i >= 0; {
+		slashes := 0
+		for j := i - 1; j >= 0 && lower[j] == '\\'; j-- {
+			slashes++
+		}
+		if slashes%2 == 1 {
+			return true
+		}
+		next := bytes.Index(lower[i+1:], []byte("u0000"))
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
 }

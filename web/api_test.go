@@ -480,6 +480,10 @@ func TestNULCharactersAreBadRequests(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, n)
 
+		// An escaped backslash followed by "u0000" is text, not a NUL.
+		created := f.must(201, "POST", v2+"/schedules", `{"schedule_id":"path","cron":"0 * * * *","action":{"workflow_type":"w"},"note":"C:\\u0000dir"}`)
+		require.Equal(t, `C:\u0000dir`, created["note"])
+
 		c := newConsole(t, db, "")
 		res := c.post("/waterline/schedules", url.Values{"schedule_id": {"n"}, "cron_expressions": {"0 * * * *"}, "workflow_type": {"w"}, "note": {"a\x00b"}})
 		require.Equal(t, http.StatusBadRequest, res.Status, "console form fields too")
