@@ -208,13 +208,24 @@ func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent
 	return nil
 }
 
-// UpdateSchedules writes many schedules back in one statement
-// (UPDATE … FROM (VALUES …)).
+// FireColumns are the columns a tick can change on a schedule: firing,
+// skipping, buffering, draining, the max_runs soft delete, the audit
+// sequence and the next fire. A tick batch writes only these; the static
+// ones (spec, action, labels, memo…) would be most of the statement.
+var FireColumns = []string{
+	"status", "remaining_actions", "fires_count", "failures_count", "skipped_trigger_count",
+	"last_skip_reason", "last_skipped_at", "next_fire_at", "next_nominal_at", "last_fired_at",
+	"latest_instance_id", "latest_run_id", "buffered_actions", "buffer_depth", "recent_actions",
+	"last_sequence", "deleted_at", "updated_at",
+}
+
+// UpdateSchedules writes the FireColumns of many schedules back in one
+// statement (UPDATE … FROM (VALUES …)).
 func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 	if len(list) == 0 {
 		return nil
 	}
-	if _, err := db.NewUpdate().Model(&list).Bulk().Exec(ctx); err != nil {
+	if _, err := db.NewUpdate().Model(&list).Column(FireColumns...).Bulk().Exec(ctx); err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
 	return nil
