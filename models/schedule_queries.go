@@ -83,6 +83,59 @@ func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Clai
 	return out, nil
 }
 
+// ClaimAt locks up to limit active schedules due exactly at the instant at
+// (after afterID, in id order) whose fire cannot turn out differently if it
+// is decided now rather than at the instant: nothing buffered, and a policy
+// in startAnyway or no active latest run (a finished run stays finished,
+// and only a fire of the locked schedule can replace it). PostgreSQL only:
+// the rows stay locked until the caller's transaction ends.
+func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limit int, startAnyway []string) ([]ClaimedSchedule, error) {
+	var out []ClaimedSchedule
+	err := tx.NewSelect().Model(&out).
+		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
+		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
+		Where("s.status = ? AND s.next_fire_at = ? AND s.id > ?", StatusActive, at, afterID).
+		Where("s.buffer_depth = 0").
+		Where("(s.overlap_policy IN (?) OR r.id IS NULL OR r.status NOT IN (?))", bun.In(startAnyway), bun.In(ActiveRunStatuses)).
+		OrderExpr("s.next_fire_at ASC, s.id ASC").
+		Limit(int64(limit)).
+		For("UPDATE OF s SKIP LOCKED").
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
+	}
+	return out, nil
+}
+
+// NextFireInstant is the earliest instant in (after, until] at which an
+// active schedule is due; ok is false when there is none. The claim-order
+// index answers it by reading one entry.
+func NextFireInstant(ctx context.Context, db bun.IDB, after, until time.Time) (at time.Time, ok bool, err error) {
+	var next []time.Time
+	err = db.NewSelect().Model((*Schedule)(nil)).ColumnExpr("s.next_fire_at").
+		Where("s.status = ? AND s.next_fire_at > ? AND s.next_fire_at <= ?", StatusActive, after, until).
+		OrderExpr("s.next_fire_at ASC").Limit(1).
+		Scan(ctx, &next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next fire instant: %w", err)
+	}
+	if len(next) == 0 {
+		return time.Time{}, false, nil
+	}
+	return next[0], true, nil
+}
+
+// CountDueAt counts the active schedules due exactly at the instant at.
+func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
+	n, err := db.NewSelect().Model((*Schedule)(nil)).
+		Where("s.status = ? AND s.next_fire_at = ?", StatusActive, at).
+		Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
+	}
+	return int(n), nil
+}
+
 // ClaimDrainable locks up to limit active schedules that hold buffered fires
 // and whose latest run has finished (or never existed).
 func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedule, error) {

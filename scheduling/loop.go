@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/tidelinehq/tideline/models"
 )
 
 // LoopResult summarises one pass of the loop.
@@ -13,16 +15,28 @@ type LoopResult struct {
 	Expired int // runs failed or timed out by the deadline sweep
 }
 
-// Loop drives the service: every Period it ticks (until no batch is full,
-// so a backlog drains at full speed) and enforces run deadlines. It never
+// Loop drives the service: every Period, and as soon as a schedule is due
+// within it, it ticks (until no batch is full, so a backlog drains at full
+// speed) and enforces run deadlines. With Ahead set it also prepares fires
+// before their instant and commits them at it (see PrepareFires). It never
 // dies on an error; it logs it and tries again next period.
 type Loop struct {
 	Service *Service
 	Period  time.Duration
 	Limit   int
-	Logger  *slog.Logger
+	// Ahead is how long before their instant fires may be prepared at most;
+	// zero disables preparing, and so does a database other than
+	// PostgreSQL. The lead actually taken follows the number of schedules
+	// due at the instant and the rate measured so far (a handful are
+	// prepared a quarter of a second ahead), because prepared schedules stay
+	// locked — an edit of one waits for the commit — until the instant.
+	Ahead  time.Duration
+	Logger *slog.Logger
 	// OnPass, when set, observes every pass (metrics).
 	OnPass func(LoopResult, time.Duration, error)
+	// OnPrepared, when set, observes every prepared instant once its commit
+	// was attempted; err is the commit's error.
+	OnPrepared func(p *Prepared, err error)
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -71,32 +85,145 @@ func (l *Loop) Start(ctx context.Context) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { l.tickEvery(ctx, period, logger) })
+	if l.Ahead > 0 && l.Service.CanPrepare() {
+		wg.Go(func() { l.prepareAhead(ctx, period, logger) })
+	}
 	go func() {
-		defer close(l.done)
-		ticker := time.NewTicker(period)
-		defer ticker.Stop()
-		for {
-			started := time.Now()
-			res, err := l.RunOnce(ctx)
-			if ctx.Err() != nil {
-				return // stopping: a pass cut short is not a failure
-			}
-			if err != nil {
-				logger.Error("scheduling pass failed", "err", err)
-			}
-			if n := len(res.Rows); n > 0 {
-				logger.Debug("scheduling pass", "rows", n, "expired_runs", res.Expired, "took", time.Since(started))
-			}
-			if l.OnPass != nil {
-				l.OnPass(res, time.Since(started), err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
+		wg.Wait()
+		close(l.done)
 	}()
+}
+
+// tickEvery runs passes until ctx ends: one per period, or sooner when a
+// schedule comes due within the period.
+func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
+	svc := l.Service
+	for {
+		started := time.Now()
+		res, err := l.RunOnce(ctx)
+		if ctx.Err() != nil {
+			return // stopping: a pass cut short is not a failure
+		}
+		if err != nil {
+			logger.Error("scheduling pass failed", "err", err)
+		}
+		if n := len(res.Rows); n > 0 {
+			logger.Debug("scheduling pass", "rows", n, "expired_runs", res.Expired, "took", time.Since(started))
+		}
+		if l.OnPass != nil {
+			l.OnPass(res, time.Since(started), err)
+		}
+		wait := period - time.Since(started)
+		now := svc.now()
+		if at, ok, err := models.NextFireInstant(ctx, svc.db, now, now.Add(period)); err == nil && ok {
+			wait = min(wait, at.Sub(now))
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// prepareAhead prepares the fires of each coming instant early enough to
+// write them all before it, then commits them at the instant.
+func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *slog.Logger) {
+	svc := l.Service
+	limit := l.Limit
+	if limit <= 0 {
+		limit = DefaultTickLimit
+	}
+	rate := initialPrepareRate
+	var handled time.Time // instants up to this one are done
+	for ctx.Err() == nil {
+		now := svc.now()
+		at, due, ok, err := svc.NextFireInstant(ctx, later(now, handled), now.Add(l.Ahead))
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Error("find the next instant to prepare", "err", err)
+			}
+			sleep(ctx, period)
+			continue
+		}
+		if !ok {
+			sleep(ctx, period)
+			continue
+		}
+		if wait := at.Add(-prepareLead(due, rate, l.Ahead)).Sub(now); wait > 0 {
+			sleep(ctx, min(wait, period)) // look again: more may come due at it
+			continue
+		}
+		handled = at
+		began := svc.clock.Now()
+		p, err := svc.PrepareFires(ctx, at, limit, at.Add(-commitMargin))
+		if err != nil {
+			if ctx.Err() == nil {
+				logger.Error("prepare fires", "at", at, "err", err)
+			}
+			continue
+		}
+		if n, took := len(p.Rows), svc.clock.Now().Sub(began); n >= 100 && took > 0 {
+			rate = (rate + float64(n)/took.Seconds()) / 2
+		}
+		for ctx.Err() == nil {
+			left := at.Sub(svc.clock.Now())
+			if left <= 0 {
+				break
+			}
+			sleep(ctx, min(left, period))
+		}
+		if ctx.Err() != nil {
+			_ = p.Rollback()
+			return
+		}
+		err = p.Commit(ctx)
+		if err != nil {
+			logger.Warn("prepared fires not committed; they fire at the next pass", "at", at, "fires", len(p.Rows), "err", err)
+		} else if len(p.Rows) > 0 {
+			logger.Debug("prepared fires committed", "at", at, "fires", len(p.Rows), "prepared_in", svc.clock.Now().Sub(began))
+		}
+		if l.OnPrepared != nil {
+			l.OnPrepared(p, err)
+		}
+	}
+}
+
+// Preparing ahead starts with a cautious guess of how fast fires are
+// written, then follows what it measures.
+const (
+	initialPrepareRate = 1000.0 // fires per second
+	minPrepareLead     = 250 * time.Millisecond
+	commitMargin       = 50 * time.Millisecond
+)
+
+// prepareLead is how long before its instant to start preparing due fires:
+// the time writing them should take, with half again as margin.
+func prepareLead(due int, rate float64, ceiling time.Duration) time.Duration {
+	lead := minPrepareLead + time.Duration(float64(due)/rate*1.5*float64(time.Second))
+	return min(lead, ceiling)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// sleep waits for d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Stop ends the loop and waits for the current pass; calling it twice, or

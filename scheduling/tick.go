@@ -84,51 +84,70 @@ func (s *Service) runPhase(ctx context.Context, p phase) ([]TickRow, error) {
 func (s *Service) runBatch(ctx context.Context, p phase, fast bool) ([]TickRow, error) {
 	var rows []TickRow
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		rows = nil
-		now := s.now()
-		claimed, err := p.claim(ctx, tx, now)
-		if err != nil || len(claimed) == 0 {
+		var err error
+		if fast {
+			rows, err = s.fastBatch(ctx, tx, p, s.now())
 			return err
 		}
-		cc := &CommandContext{Source: "scheduler"}
-		if fast {
-			keys := make([]instanceKey, 0, len(claimed))
-			for i := range claimed {
-				keys = append(keys, p.candidate(&claimed[i]))
-			}
-			w, err := deferredWriter(ctx, tx, keys)
-			if err != nil {
-				return err
-			}
-			rec := &recorder{w: w, ids: s.ids, now: now, cc: cc}
-			for i := range claimed {
-				row, err := p.process(ctx, tx, rec, &claimed[i])
-				if err != nil {
-					return err
-				}
-				rows = append(rows, row)
-			}
-			return w.flush(ctx)
-		}
-		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: cc}
-		for i := range claimed {
-			original := cloneClaimed(claimed[i])
-			row, err := savepoint(ctx, tx, func() (TickRow, error) { return p.process(ctx, tx, rec, &claimed[i]) })
-			if err != nil {
-				s.logger.Error("schedule fire failed", "namespace", original.Namespace, "schedule_id", original.ScheduleID, "err", err)
-				row, err = savepoint(ctx, tx, func() (TickRow, error) { return p.onError(ctx, tx, rec, &original, err) })
-				if err != nil {
-					// Even bookkeeping failed: leave the row for the next tick.
-					s.logger.Error("record fire failure", "schedule_id", original.ScheduleID, "err", err)
-					continue
-				}
-			}
-			rows = append(rows, row)
-		}
-		return nil
+		rows, err = s.carefulBatch(ctx, tx, p, s.now())
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return rows, nil
+}
+
+// fastBatch claims a batch and processes it with every row deferred to a
+// few multi-row statements at the end. Any error leaves the transaction
+// to be rolled back by the caller.
+func (s *Service) fastBatch(ctx context.Context, tx bun.Tx, p phase, now time.Time) ([]TickRow, error) {
+	claimed, err := p.claim(ctx, tx, now)
+	if err != nil || len(claimed) == 0 {
+		return nil, err
+	}
+	keys := make([]instanceKey, 0, len(claimed))
+	for i := range claimed {
+		keys = append(keys, p.candidate(&claimed[i]))
+	}
+	w, err := deferredWriter(ctx, tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{w: w, ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+	rows := make([]TickRow, 0, len(claimed))
+	for i := range claimed {
+		row, err := p.process(ctx, tx, rec, &claimed[i])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, w.flush(ctx)
+}
+
+// carefulBatch claims a batch and processes each schedule under its own
+// savepoint, recording a failed fire instead of failing the batch.
+func (s *Service) carefulBatch(ctx context.Context, tx bun.Tx, p phase, now time.Time) ([]TickRow, error) {
+	claimed, err := p.claim(ctx, tx, now)
+	if err != nil || len(claimed) == 0 {
+		return nil, err
+	}
+	rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+	var rows []TickRow
+	for i := range claimed {
+		original := cloneClaimed(claimed[i])
+		row, err := savepoint(ctx, tx, func() (TickRow, error) { return p.process(ctx, tx, rec, &claimed[i]) })
+		if err != nil {
+			s.logger.Error("schedule fire failed", "namespace", original.Namespace, "schedule_id", original.ScheduleID, "err", err)
+			row, err = savepoint(ctx, tx, func() (TickRow, error) { return p.onError(ctx, tx, rec, &original, err) })
+			if err != nil {
+				// Even bookkeeping failed: leave the row for the next tick.
+				s.logger.Error("record fire failure", "schedule_id", original.ScheduleID, "err", err)
+				continue
+			}
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -190,10 +209,15 @@ func (s *Service) drain(ctx context.Context, limit int) ([]TickRow, error) {
 }
 
 func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
-	return s.runPhase(ctx, phase{
-		claim: func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error) {
-			return models.ClaimDue(ctx, tx, now, limit)
-		},
+	return s.runPhase(ctx, s.duePhase(func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error) {
+		return models.ClaimDue(ctx, tx, now, limit)
+	}))
+}
+
+// duePhase fires the schedules claim returns at their next fire time.
+func (s *Service) duePhase(claim func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error)) phase {
+	return phase{
+		claim: claim,
 		candidate: func(sch *models.ClaimedSchedule) instanceKey {
 			return instanceKey{sch.Namespace, scheduledInstanceID(sch.ScheduleID, nominalOf(sch))}
 		},
@@ -226,7 +250,7 @@ func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
 			s.scheduleNext(&sch.Schedule, compiled, rec.now)
 			return s.failRow(ctx, rec, sch, occurrence, cause)
 		},
-	})
+	}
 }
 
 // nominalOf is the canonical time of a due schedule's next fire; it names

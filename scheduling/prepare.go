@@ -1,0 +1,190 @@
+package scheduling
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Firing ahead. When thousands of schedules share one instant (every
+// "* * * * *" schedule fires at second 0), writing their fires takes longer
+// than a second even at the database's limit, so firing them when the
+// instant comes makes the last ones seconds late. Instead the loop can
+// prepare them beforehand: in one transaction it locks the schedules due at
+// the instant, writes their fires as of the instant, keeps the transaction
+// open, and commits it when the clock reaches the instant. Until then
+// nobody sees the runs, and the locked schedules cannot change, so the fire
+// is exactly the one a tick at the instant would have made; only fires
+// whose outcome cannot change in the meantime are prepared (see
+// models.ClaimAt). Everything else, and anything not prepared in time,
+// fires through the regular tick.
+
+// MaxCommitDelay bounds how late a prepared set may be committed. Its rows
+// say they were written at the instant; past this, Commit rolls them back
+// instead, and the regular tick fires them with their real time.
+const MaxCommitDelay = 500 * time.Millisecond
+
+// ErrPrepareUnsupported: only PostgreSQL can hold many transactions open at
+// once; on SQLite a held transaction would block every other request.
+var ErrPrepareUnsupported = errors.New("preparing fires ahead needs PostgreSQL")
+
+// CommitTooEarlyError refuses to commit before the instant: the runs would
+// start early.
+type CommitTooEarlyError struct{ Early time.Duration }
+
+func (e *CommitTooEarlyError) Error() string {
+	return fmt.Sprintf("prepared fires committed %s before their instant", e.Early)
+}
+
+// CommitTooLateError says the prepared fires were rolled back because the
+// commit came more than MaxCommitDelay after their instant.
+type CommitTooLateError struct{ Late time.Duration }
+
+func (e *CommitTooLateError) Error() string {
+	return fmt.Sprintf("prepared fires rolled back: commit would have been %s after their instant", e.Late)
+}
+
+// Prepared is a set of fires written in a transaction that is still open.
+// Exactly one of Commit or Rollback must follow.
+type Prepared struct {
+	At   time.Time // the instant the fires are for
+	Rows []TickRow // what each prepared fire did (as of At)
+	tx   *bun.Tx   // nil when nothing was prepared
+	s    *Service
+}
+
+// CanPrepare reports whether the database supports preparing fires ahead.
+func (s *Service) CanPrepare() bool { return database.IsPostgres(s.db) }
+
+// NextFireInstant is the earliest instant after after and no later than
+// until at which an active schedule is due, and how many are due at it.
+func (s *Service) NextFireInstant(ctx context.Context, after, until time.Time) (at time.Time, due int, ok bool, err error) {
+	at, ok, err = models.NextFireInstant(ctx, s.db, after, until)
+	if err != nil || !ok {
+		return at, 0, ok, err
+	}
+	due, err = models.CountDueAt(ctx, s.db, at)
+	return at.UTC(), due, err == nil, err
+}
+
+// PrepareFires writes the fires of the schedules due at the instant at, in
+// batches of limit, and returns them uncommitted. It starts no batch that
+// might not finish by deadline (judged by the slowest batch so far), so
+// preparation never runs into the instant. A batch that fails is undone
+// alone and ends the preparation: its schedules fire through the regular
+// tick, which isolates failures one schedule at a time.
+func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, deadline time.Time) (*Prepared, error) {
+	if !s.CanPrepare() {
+		return nil, ErrPrepareUnsupported
+	}
+	if limit <= 0 {
+		limit = DefaultTickLimit
+	}
+	at = utcMicro(at)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin prepared fires: %w", err)
+	}
+	p := &Prepared{At: at, tx: &tx, s: s}
+	afterID := ""
+	phase := s.duePhase(func(ctx context.Context, tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) {
+		claimed, err := models.ClaimAt(ctx, tx, at, afterID, limit, []string{OverlapAllowAll})
+		if len(claimed) > 0 {
+			afterID = claimed[len(claimed)-1].ID
+		}
+		return claimed, err
+	})
+	var slowest time.Duration
+	for {
+		started := s.clock.Now()
+		if started.Add(slowest * 3 / 2).After(deadline) {
+			break
+		}
+		rows, err := s.preparedBatch(ctx, tx, phase, at)
+		if err != nil {
+			if ctx.Err() != nil {
+				_ = tx.Rollback()
+				return nil, ctx.Err()
+			}
+			s.logger.Warn("preparing fires ahead stopped; the rest fire at the instant", "at", at, "err", err)
+			break
+		}
+		p.Rows = append(p.Rows, rows...)
+		slowest = max(slowest, s.clock.Now().Sub(started))
+		if len(rows) < limit {
+			break
+		}
+	}
+	if len(p.Rows) == 0 {
+		p.tx = nil
+		if err := tx.Rollback(); err != nil {
+			return nil, fmt.Errorf("roll back empty prepared fires: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// preparedBatch is one fast batch under a savepoint.
+func (s *Service) preparedBatch(ctx context.Context, tx bun.Tx, p phase, at time.Time) ([]TickRow, error) {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT tideline_prepare"); err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	rows, err := s.fastBatch(ctx, tx, p, at)
+	if err != nil {
+		if _, rbErr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT tideline_prepare"); rbErr != nil {
+			return nil, fmt.Errorf("rollback to savepoint after %v: %w", err, rbErr)
+		}
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT tideline_prepare"); err != nil {
+		return nil, fmt.Errorf("release savepoint: %w", err)
+	}
+	return rows, nil
+}
+
+// Commit makes the prepared fires visible. Before the instant it refuses
+// (the transaction stays open); more than MaxCommitDelay after it, it rolls
+// the fires back and returns a CommitTooLateError.
+func (p *Prepared) Commit(ctx context.Context) error {
+	if p.tx == nil {
+		return nil
+	}
+	now := p.s.clock.Now()
+	if early := p.At.Sub(now); early > 0 {
+		return &CommitTooEarlyError{Early: early}
+	}
+	if late := now.Sub(p.At); late > MaxCommitDelay {
+		if err := p.Rollback(); err != nil {
+			return err
+		}
+		return &CommitTooLateError{Late: late}
+	}
+	tx := p.tx
+	p.tx = nil
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit prepared fires: %w", err)
+	}
+	p.s.wakeups.broadcast() // long-polling workers: new runs are committed
+	return nil
+}
+
+// Rollback discards the prepared fires; their schedules are due again.
+func (p *Prepared) Rollback() error {
+	if p.tx == nil {
+		return nil
+	}
+	tx := p.tx
+	p.tx = nil
+	// A transaction whose context ended is already rolled back.
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("roll back prepared fires: %w", err)
+	}
+	return nil
+}
