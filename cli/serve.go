@@ -87,7 +87,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 
 	// Batches of 500: fewer, larger transactions when many schedules share
 	// an instant (the tick's multi-row writes make that cheap).
-	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Limit: 500, Ahead: *fireAhead, Logger: logger, OnPass: m.ObservePass}
+	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Limit: 500, Ahead: *fireAhead, Logger: logger, OnPass: m.ObservePass, OnPrepared: m.ObservePrepared}
 	if !*noLoop {
 		loop.Start(ctx)
 		defer loop.Stop()

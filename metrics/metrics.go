@@ -27,6 +27,7 @@ type Metrics struct {
 	tickDuration prometheus.Histogram
 	passErrors   prometheus.Counter
 	expiredRuns  prometheus.Counter
+	notPrepared  prometheus.Counter
 	httpDuration *prometheus.HistogramVec
 }
 
@@ -54,12 +55,15 @@ func New(db *bun.DB) *Metrics {
 		expiredRuns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tideline_runs_expired_total", Help: "Runs ended by the loop: lease lost, timed out, or cancellation grace elapsed.",
 		}),
+		notPrepared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tideline_prepared_fires_rolled_back_total", Help: "Fires prepared ahead whose commit failed or came too late; they fired at the next pass instead.",
+		}),
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tideline_http_request_duration_seconds", Help: "HTTP request durations by route pattern.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route", "status"}),
 	}
-	m.registry.MustRegister(m.fires, m.skips, m.fireLag, m.tickDuration, m.passErrors, m.expiredRuns, m.httpDuration,
+	m.registry.MustRegister(m.fires, m.skips, m.fireLag, m.tickDuration, m.passErrors, m.expiredRuns, m.notPrepared, m.httpDuration,
 		&activeRuns{db: db, desc: prometheus.NewDesc("tideline_runs", "Runs currently pending or running.", []string{"status"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -72,13 +76,33 @@ func (m *Metrics) ObservePass(res scheduling.LoopResult, took time.Duration, err
 		m.passErrors.Inc()
 	}
 	m.expiredRuns.Add(float64(res.Expired))
-	for _, row := range res.Rows {
+	m.observeRows(res.Rows, nil)
+}
+
+// ObservePrepared records fires prepared ahead once their commit was tried;
+// it matches scheduling.Loop.OnPrepared. Their lag is the commit's, not the
+// instant they are stamped with.
+func (m *Metrics) ObservePrepared(p *scheduling.Prepared, err error) {
+	if err != nil {
+		m.notPrepared.Add(float64(len(p.Rows)))
+		return
+	}
+	m.observeRows(p.Rows, &p.CommittedAt)
+}
+
+// observeRows counts fires; startedAt, when given, is when they took effect.
+func (m *Metrics) observeRows(rows []scheduling.TickRow, startedAt *time.Time) {
+	for _, row := range rows {
 		m.fires.WithLabelValues(row.Outcome).Inc()
 		if row.Outcome == scheduling.OutcomeSkipped {
 			m.skips.WithLabelValues(row.Reason).Inc()
 		}
-		if (row.Outcome == scheduling.OutcomeTriggered || row.Outcome == scheduling.OutcomeDrained) && row.LastFiredAt != nil && row.OccurrenceTime != nil {
-			m.fireLag.Observe(row.LastFiredAt.Sub(*row.OccurrenceTime).Seconds())
+		started := row.LastFiredAt
+		if startedAt != nil {
+			started = startedAt
+		}
+		if (row.Outcome == scheduling.OutcomeTriggered || row.Outcome == scheduling.OutcomeDrained) && started != nil && row.OccurrenceTime != nil {
+			m.fireLag.Observe(started.Sub(*row.OccurrenceTime).Seconds())
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +75,7 @@ func measureFireLag(b *testing.B, n, minutes int, ahead string) lagResult {
 	if _, err := db.ExecContext(ctx, "ANALYZE workflow_schedules"); err != nil {
 		b.Fatal(err)
 	}
-	r := newReplica(b, "lag", url, "--fire-ahead", ahead, "--log-level", "warn")
+	r := newReplica(b, "lag", url, "--fire-ahead", ahead, "--log-level", "debug")
 	r.start()
 
 	observed := make(chan [][]sighting, 1)
@@ -85,6 +87,14 @@ func measureFireLag(b *testing.B, n, minutes int, ahead string) lagResult {
 	})
 	b.StopTimer()
 	r.stop()
+	// How far ahead the replica prepared, as it logged it.
+	if logged, err := os.ReadFile(r.log.Name()); err == nil {
+		for line := range strings.Lines(string(logged)) {
+			if strings.Contains(line, "prepared fires committed") {
+				b.Logf("replica: %s", strings.TrimSpace(line))
+			}
+		}
+	}
 
 	var lags []float64
 	for m, sightings := range <-observed {

@@ -163,7 +163,8 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 			}
 			continue
 		}
-		if n, took := len(p.Rows), svc.clock.Now().Sub(began); n >= 100 && took > 0 {
+		prepared := svc.clock.Now()
+		if n, took := len(p.Rows), prepared.Sub(began); n >= 100 && took > 0 {
 			rate = (rate + float64(n)/took.Seconds()) / 2
 		}
 		for ctx.Err() == nil {
@@ -181,7 +182,7 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 		if err != nil {
 			logger.Warn("prepared fires not committed; they fire at the next pass", "at", at, "fires", len(p.Rows), "err", err)
 		} else if len(p.Rows) > 0 {
-			logger.Debug("prepared fires committed", "at", at, "fires", len(p.Rows), "prepared_in", svc.clock.Now().Sub(began))
+			logger.Debug("prepared fires committed", "at", at, "fires", len(p.Rows), "began_before", at.Sub(began), "prepared_in", prepared.Sub(began), "commit_delay", p.CommittedAt.Sub(at))
 		}
 		if l.OnPrepared != nil {
 			l.OnPrepared(p, err)

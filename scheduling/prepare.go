@@ -56,8 +56,10 @@ func (e *CommitTooLateError) Error() string {
 type Prepared struct {
 	At   time.Time // the instant the fires are for
 	Rows []TickRow // what each prepared fire did (as of At)
-	tx   *bun.Tx   // nil when nothing was prepared
-	s    *Service
+	// CommittedAt is when Commit made them visible (by the service clock).
+	CommittedAt time.Time
+	tx          *bun.Tx // nil when nothing was prepared
+	s           *Service
 }
 
 // CanPrepare reports whether the database supports preparing fires ahead.
@@ -171,6 +173,7 @@ func (p *Prepared) Commit(ctx context.Context) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit prepared fires: %w", err)
 	}
+	p.CommittedAt = p.s.clock.Now()
 	p.s.wakeups.broadcast() // long-polling workers: new runs are committed
 	return nil
 }
