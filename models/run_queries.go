@@ -131,11 +131,26 @@ func ListRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, bool, error)
 }
 
 // ClaimExpiredRuns locks active runs that are past a deadline or lease, or
-// whose cancellation was requested before cancelBefore.
+// whose cancellation was requested before cancelBefore, oldest first.
+//
+// The loop runs it every pass, usually to find nothing, so it must not read
+// the waiting runs: each way to expire is looked up on its own index (see
+// migration 0003) and only those candidates are read and locked. One WHERE
+// OR-ing the four conditions would scan every active run. The outer query
+// repeats the conditions, so a run that a heartbeat or completion changed
+// meanwhile is re-checked when it is locked.
 func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, now, cancelBefore time.Time, limit int) ([]Run, error) {
+	active := bun.In(ActiveRunStatuses)
+	candidates := tx.NewRaw(`
+		SELECT id FROM (SELECT id FROM workflow_runs WHERE status = ? AND lease_expires_at <= ? ORDER BY id LIMIT ?) AS lease_lost
+		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND execution_deadline_at <= ? ORDER BY id LIMIT ?) AS execution_timeout
+		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND run_deadline_at <= ? ORDER BY id LIMIT ?) AS run_timeout
+		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND cancel_requested_at <= ? ORDER BY id LIMIT ?) AS cancel_ignored`,
+		RunRunning, now, limit, active, now, limit, active, now, limit, active, cancelBefore, limit)
 	var out []Run
 	q := tx.NewSelect().Model(&out).
-		Where("r.status IN (?)", bun.In(ActiveRunStatuses)).
+		Where("r.id IN (?)", candidates).
+		Where("r.status IN (?)", active).
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("r.execution_deadline_at <= ?", now).
 				WhereOr("r.run_deadline_at <= ?", now).
@@ -144,7 +159,7 @@ func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, now, cancelBefore time.Ti
 		}).
 		OrderExpr("r.id ASC").Limit(int64(limit))
 	if database.IsPostgres(tx) {
-		q = q.For("UPDATE SKIP LOCKED")
+		q = q.For("UPDATE OF r SKIP LOCKED")
 	}
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim expired runs: %w", err)

@@ -214,3 +214,40 @@ func TestClaimsAreExclusiveUnderConcurrentPollers(t *testing.T) {
 		require.Equal(t, 1, n, id)
 	}
 }
+
+// The execution deadline ends a run however it is doing, and the sweep
+// finds it among many waiting runs without a deadline of their own.
+func TestExecutionDeadlineTimesOutAmongWaitingRuns(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		waiting := cronInput("waiting", "0 0 1 1 *")
+		waiting.OverlapPolicy = scheduling.OverlapAllowAll
+		f.create(waiting)
+		bounded := cronInput("bounded", "0 0 1 1 *")
+		bounded.Action.ExecutionTimeoutSeconds = ptr[int64](60)
+		f.create(bounded)
+		for range 20 {
+			_, err := f.svc.Trigger(f.ctx, "default", "waiting", "", nil)
+			require.NoError(t, err)
+			f.clock.Advance(time.Millisecond)
+		}
+		res, err := f.svc.Trigger(f.ctx, "default", "bounded", "", nil)
+		require.NoError(t, err)
+
+		f.clock.Advance(59 * time.Second)
+		n, err := f.svc.EnforceDeadlines(f.ctx, 100)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		f.clock.Advance(time.Second)
+		n, err = f.svc.EnforceDeadlines(f.ctx, 100)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Equal(t, models.RunTimedOut, f.run(res.RunID).Status)
+		require.Equal(t, []string{"ScheduleTriggered", "RunTimedOut"}, runEventTypes(t, f, res.RunID))
+		active, err := f.svc.ListRuns(f.ctx, scheduling.RunListFilter{Namespace: "default", Statuses: []string{models.RunPending}, Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, active.Runs, 20, "the waiting runs are untouched")
+	})
+}
