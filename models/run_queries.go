@@ -201,20 +201,6 @@ func CountActiveRuns(ctx context.Context, db bun.IDB) (map[string]int64, error) 
 	return out, nil
 }
 
-// ExistingInstanceIDs returns which of ids already exist in the namespace.
-func ExistingInstanceIDs(ctx context.Context, db bun.IDB, namespace string, ids []string) ([]string, error) {
-	var out []string
-	if len(ids) == 0 {
-		return out, nil
-	}
-	err := db.NewSelect().Model((*Instance)(nil)).Column("instance_id").
-		Where("namespace = ? AND instance_id IN (?)", namespace, bun.In(ids)).Scan(ctx, &out)
-	if err != nil {
-		return nil, fmt.Errorf("find existing instances: %w", err)
-	}
-	return out, nil
-}
-
 // InsertInstances writes many instances in one statement, skipping any
 // that exist already, and returns how many were new.
 func InsertInstances(ctx context.Context, db bun.IDB, list []*Instance) (int, error) {

@@ -53,11 +53,10 @@ func (s *Service) Tick(ctx context.Context, limit int) ([]TickRow, error) {
 }
 
 // phase is one kind of batch work of a tick: which schedules it claims,
-// which instance each may start, and how it processes one of them.
+// and how it processes one of them.
 type phase struct {
-	claim     func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error)
-	candidate func(sch *models.ClaimedSchedule) instanceKey
-	process   func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error)
+	claim   func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error)
+	process func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error)
 	// onError records a failed fire so that the schedule still moves on.
 	onError func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error)
 }
@@ -106,14 +105,7 @@ func (s *Service) fastBatch(ctx context.Context, tx bun.Tx, p phase, now time.Ti
 	if err != nil || len(claimed) == 0 {
 		return nil, err
 	}
-	keys := make([]instanceKey, 0, len(claimed))
-	for i := range claimed {
-		keys = append(keys, p.candidate(&claimed[i]))
-	}
-	w, err := deferredWriter(ctx, tx, keys)
-	if err != nil {
-		return nil, err
-	}
+	w := deferredWriter(tx)
 	rec := &recorder{w: w, ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
 	rows := make([]TickRow, 0, len(claimed))
 	for i := range claimed {
@@ -183,9 +175,6 @@ func (s *Service) drain(ctx context.Context, limit int) ([]TickRow, error) {
 		claim: func(ctx context.Context, tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) {
 			return models.ClaimDrainable(ctx, tx, limit)
 		},
-		candidate: func(sch *models.ClaimedSchedule) instanceKey {
-			return instanceKey{sch.Namespace, sch.BufferedActions[0].InstanceID}
-		},
 		process: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
 			next := sch.BufferedActions[0]
 			sch.BufferedActions = sch.BufferedActions[1:]
@@ -218,9 +207,6 @@ func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
 func (s *Service) duePhase(claim func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error)) phase {
 	return phase{
 		claim: claim,
-		candidate: func(sch *models.ClaimedSchedule) instanceKey {
-			return instanceKey{sch.Namespace, scheduledInstanceID(sch.ScheduleID, nominalOf(sch))}
-		},
 		process: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
 			compiled, err := Compile(sch.Spec)
 			if err != nil {

@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -255,5 +256,38 @@ func TestMaxRunsSoftDeletesWhenExhausted(t *testing.T) {
 		require.Equal(t, "ScheduleTriggered", events[len(events)-2].EventType)
 		f.clock.Advance(5 * time.Minute)
 		require.Empty(t, f.tick(), "a deleted schedule never fires again")
+	})
+}
+
+// An occurrence whose instance exists already (a clock stepped back, a
+// schedule re-created under an old ID) is skipped already_started; the
+// batch it was in still fires everything else.
+func TestTickSkipsAnOccurrenceThatAlreadyStarted(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		for _, id := range []string{"a", "b", "c"} {
+			f.create(cronInput(id, "0 * * * *"))
+		}
+		at := time.Date(2026, 7, 16, 13, 0, 0, 0, time.UTC)
+		existing := fmt.Sprintf("schedule:b:%d", at.Unix())
+		_, err := db.NewInsert().Model(&models.Instance{
+			ID: "01EXISTING0000000000000000", Namespace: "default", InstanceID: existing, WorkflowType: "invoice-sync",
+			Status: models.RunCompleted, CreatedAt: t0, UpdatedAt: t0,
+		}).Exec(f.ctx)
+		require.NoError(t, err)
+
+		f.clock.Set(at)
+		got := map[string]string{}
+		for _, r := range f.tick() {
+			got[r.ScheduleID] = r.Outcome + " " + r.Reason
+		}
+		require.Equal(t, map[string]string{"a": "triggered ", "b": "skipped already_started", "c": "triggered "}, got)
+		b := f.get("b")
+		require.EqualValues(t, 0, b.FiresCount)
+		require.EqualValues(t, 1, b.SkippedTriggerCount)
+		require.Equal(t, at.Add(time.Hour), b.NextFireAt.UTC(), "the schedule moves on")
+		require.Empty(t, f.tick())
 	})
 }

@@ -22,8 +22,8 @@ var errBatchConflict = errors.New("batch conflict")
 type writer struct {
 	tx       bun.IDB
 	deferred bool
-	// taken holds the instance IDs that already exist or that this batch
-	// creates, so a deferred batch can tell already_started without a query.
+	// taken holds the instance IDs this batch creates, so a second fire of
+	// the same ID in one batch is already_started without a round trip.
 	taken     map[instanceKey]bool
 	instances []*models.Instance
 	runs      []*models.Run
@@ -36,24 +36,15 @@ type instanceKey struct{ namespace, instanceID string }
 
 func immediateWriter(tx bun.IDB) *writer { return &writer{tx: tx} }
 
-// deferredWriter prepares a batch: it looks up which of the instance IDs
-// the batch may create already exist, in one query per namespace.
-func deferredWriter(ctx context.Context, tx bun.IDB, candidates []instanceKey) (*writer, error) {
-	w := &writer{tx: tx, deferred: true, taken: map[instanceKey]bool{}}
-	byNamespace := map[string][]string{}
-	for _, k := range candidates {
-		byNamespace[k.namespace] = append(byNamespace[k.namespace], k.instanceID)
-	}
-	for ns, ids := range byNamespace {
-		existing, err := models.ExistingInstanceIDs(ctx, tx, ns, ids)
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range existing {
-			w.taken[instanceKey{ns, id}] = true
-		}
-	}
-	return w, nil
+// deferredWriter starts a batch. It does not look up which instance IDs
+// exist already: a scheduled fire's ID names its schedule and occurrence,
+// which only an anomaly (a clock stepped back, a schedule re-created under
+// an old ID) repeats. The multi-row insert notices such a row instead and
+// the batch is redone carefully, where the fire is skipped already_started.
+// A lookup per batch cost a query, and one that read a whole namespace of
+// instances whenever the planner's statistics lagged behind a growing table.
+func deferredWriter(tx bun.IDB) *writer {
+	return &writer{tx: tx, deferred: true, taken: map[instanceKey]bool{}}
 }
 
 func (w *writer) insertInstance(ctx context.Context, i *models.Instance) (bool, error) {
