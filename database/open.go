@@ -52,11 +52,30 @@ func Open(ctx context.Context, rawURL string) (*bun.DB, error) {
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := db.PingContext(pingCtx); err != nil {
+	if err := ping(pingCtx, db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open database %s: %w", redact(rawURL), err)
 	}
 	return db, nil
+}
+
+// ping opens the first connection. On SQLite that connection switches the
+// file to WAL, and when several processes open a new file at once SQLite
+// answers some of them "database is locked" at once instead of waiting (a
+// wait could deadlock), busy_timeout notwithstanding; trying again after
+// the winner has switched succeeds.
+func ping(ctx context.Context, db *bun.DB) error {
+	for {
+		err := db.PingContext(ctx)
+		if err == nil || IsPostgres(db) || !strings.Contains(err.Error(), "database is locked") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func openPostgres(rawURL string) (*bun.DB, error) {
