@@ -109,7 +109,7 @@ func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, dea
 		if started.Add(slowest * 3 / 2).After(deadline) {
 			break
 		}
-		rows, err := s.preparedBatch(ctx, tx, phase, at)
+		rows, err := savepoint(ctx, tx, func() ([]TickRow, error) { return s.fastBatch(ctx, tx, phase, at) })
 		if err != nil {
 			if ctx.Err() != nil {
 				_ = tx.Rollback()
@@ -131,24 +131,6 @@ func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, dea
 		}
 	}
 	return p, nil
-}
-
-// preparedBatch is one fast batch under a savepoint.
-func (s *Service) preparedBatch(ctx context.Context, tx bun.Tx, p phase, at time.Time) ([]TickRow, error) {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT tideline_prepare"); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	rows, err := s.fastBatch(ctx, tx, p, at)
-	if err != nil {
-		if _, rbErr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT tideline_prepare"); rbErr != nil {
-			return nil, fmt.Errorf("rollback to savepoint after %v: %w", err, rbErr)
-		}
-		return nil, err
-	}
-	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT tideline_prepare"); err != nil {
-		return nil, fmt.Errorf("release savepoint: %w", err)
-	}
-	return rows, nil
 }
 
 // Commit makes the prepared fires visible. Before the instant it refuses

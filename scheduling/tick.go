@@ -145,21 +145,22 @@ func (s *Service) carefulBatch(ctx context.Context, tx bun.Tx, p phase, now time
 }
 
 // savepoint runs fn so that its statements can be undone alone.
-func savepoint(ctx context.Context, tx bun.Tx, fn func() (TickRow, error)) (TickRow, error) {
+func savepoint[T any](ctx context.Context, tx bun.Tx, fn func() (T, error)) (T, error) {
+	var zero T
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT tideline_fire"); err != nil {
-		return TickRow{}, fmt.Errorf("savepoint: %w", err)
+		return zero, fmt.Errorf("savepoint: %w", err)
 	}
-	row, err := fn()
+	v, err := fn()
 	if err != nil {
 		if _, rbErr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT tideline_fire"); rbErr != nil {
-			return TickRow{}, fmt.Errorf("rollback to savepoint after %v: %w", err, rbErr)
+			return zero, fmt.Errorf("rollback to savepoint after %v: %w", err, rbErr)
 		}
-		return TickRow{}, err
+		return zero, err
 	}
 	if _, err := tx.ExecContext(ctx, "RELEASE SAVEPOINT tideline_fire"); err != nil {
-		return TickRow{}, fmt.Errorf("release savepoint: %w", err)
+		return zero, fmt.Errorf("release savepoint: %w", err)
 	}
-	return row, nil
+	return v, nil
 }
 
 // cloneClaimed copies what processing mutates, so a failed attempt can be
