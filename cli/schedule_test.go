@@ -47,14 +47,14 @@ func TestScheduleLifecycle(t *testing.T) {
 		require.EqualError(t, err, `schedule_not_paused: schedule "daily-sync" is not paused`)
 
 		out = d.run(t, "schedule", "trigger", "daily-sync")
-		require.Regexp(t, `^\[daily-sync\] triggered → schedule:daily-sync:manual:\d{13} \(run [0-9A-Z]{26}\)\n$`, out)
+		require.Regexp(t, `^\[daily-sync\] triggered → schedule:daily-sync:manual:[0-9A-Z]{26} \(run [0-9A-Z]{26}\)\n$`, out)
 		out = d.run(t, "schedule", "trigger", "daily-sync")
 		require.Equal(t, "[daily-sync] skipped (overlap_policy_skip)\n", out, "the first run is still pending")
 		out = d.run(t, "schedule", "trigger", "daily-sync", "--overlap", "allow_all", "--output", "json")
 		var trig map[string]any
 		require.NoError(t, json.Unmarshal([]byte(out), &trig))
 		require.Equal(t, "triggered", trig["outcome"])
-		require.Regexp(t, `^schedule:daily-sync:manual:\d{13}$`, trig["instance_id"])
+		require.Regexp(t, `^schedule:daily-sync:manual:[0-9A-Z]{26}$`, trig["instance_id"])
 		require.Nil(t, trig["reason"])
 		require.Contains(t, trig, "buffer_depth")
 

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,16 +51,66 @@ func GetSchedule(ctx context.Context, db bun.IDB, namespace, scheduleID string) 
 func LockSchedule(ctx context.Context, tx bun.IDB, namespace, scheduleID string) (*ClaimedSchedule, error) {
 	s := new(ClaimedSchedule)
 	q := tx.NewSelect().Model(s).
-		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.namespace = ? AND s.schedule_id = ?", namespace, scheduleID)
 	if database.IsPostgres(tx) {
-		q = q.For("UPDATE OF s")
+		q = q.For("UPDATE")
 	}
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("lock schedule: %w", err)
 	}
-	return s, nil
+	claimed := []ClaimedSchedule{*s}
+	if err := readLatestRunStatus(ctx, tx, claimed); err != nil {
+		return nil, err
+	}
+	return &claimed[0], nil
+}
+
+// readLatestRunStatus fills in the status of each locked schedule's latest
+// run with a statement of its own, issued after the lock is held. It must
+// not come from a join in the locking statement: on PostgreSQL a SELECT …
+// FOR UPDATE that waited for (or raced with) a lock holder returns the
+// schedule's newest row version but the joined run as of the statement's
+// snapshot, which predates the run the holder just started. Concurrent
+// triggers then all saw "no active run" and all started one. In READ
+// COMMITTED a new statement takes a new snapshot, so this one sees every
+// run committed before the lock was granted.
+func readLatestRunStatus(ctx context.Context, tx bun.IDB, claimed []ClaimedSchedule) error {
+	ids := make([]string, 0, len(claimed))
+	for i := range claimed {
+		claimed[i].LatestRunStatus = nil
+		if claimed[i].LatestRunID != nil {
+			ids = append(ids, *claimed[i].LatestRunID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []struct {
+		ID     string `bun:"id"`
+		Status string `bun:"status"`
+	}
+	err := tx.NewSelect().Model((*Run)(nil)).Column("r.id", "r.status").
+		Where("r.id IN (?)", bun.In(ids)).Scan(ctx, &rows)
+	if err != nil {
+		return fmt.Errorf("read latest run status: %w", err)
+	}
+	status := make(map[string]string, len(rows))
+	for _, r := range rows {
+		status[r.ID] = r.Status
+	}
+	for i := range claimed {
+		if id := claimed[i].LatestRunID; id != nil {
+			if st, ok := status[*id]; ok {
+				claimed[i].LatestRunStatus = &st
+			}
+		}
+	}
+	return nil
+}
+
+// latestRunActive reports whether a claimed schedule's latest run is active.
+func (c *ClaimedSchedule) latestRunActive() bool {
+	return c.LatestRunStatus != nil && slices.Contains(ActiveRunStatuses, *c.LatestRunStatus)
 }
 
 // ClaimDue locks up to limit active schedules whose next fire is due, oldest
@@ -68,19 +119,17 @@ func LockSchedule(ctx context.Context, tx bun.IDB, namespace, scheduleID string)
 func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
 	q := tx.NewSelect().Model(&out).
-		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ?", StatusActive).
 		Where("s.next_fire_at <= ?", now).
 		OrderExpr("s.next_fire_at ASC, s.id ASC").
 		Limit(int64(limit))
 	if database.IsPostgres(tx) {
-		q = q.For("UPDATE OF s SKIP LOCKED")
+		q = q.For("UPDATE SKIP LOCKED")
 	}
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim due schedules: %w", err)
 	}
-	return out, nil
+	return out, readLatestRunStatus(ctx, tx, out)
 }
 
 // ClaimAt locks up to limit active schedules due exactly at the instant at
@@ -92,7 +141,7 @@ func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Clai
 func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limit int, startAnyway []string) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
 	err := tx.NewSelect().Model(&out).
-		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
+		ColumnExpr("s.*").
 		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ? AND s.next_fire_at = ? AND s.id > ?", StatusActive, at, afterID).
 		Where("s.buffer_depth = 0").
@@ -104,7 +153,15 @@ func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limi
 	if err != nil {
 		return nil, fmt.Errorf("claim schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
 	}
-	return out, nil
+	if err := readLatestRunStatus(ctx, tx, out); err != nil {
+		return nil, err
+	}
+	// The join above may have judged a row from before its lock was taken
+	// (see readLatestRunStatus); a row that no longer qualifies stays
+	// locked, unprocessed, and fires through the regular tick.
+	return slices.DeleteFunc(out, func(c ClaimedSchedule) bool {
+		return c.BufferDepth > 0 || (!slices.Contains(startAnyway, c.OverlapPolicy) && c.latestRunActive())
+	}), nil
 }
 
 // NextFireInstant is the earliest instant in (after, until] at which an
@@ -141,7 +198,7 @@ func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
 func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
 	q := tx.NewSelect().Model(&out).
-		ColumnExpr("s.*").ColumnExpr("r.status AS latest_run_status").
+		ColumnExpr("s.*").
 		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ? AND s.buffer_depth > 0", StatusActive).
 		Where("(r.id IS NULL OR r.status NOT IN (?))", bun.In(ActiveRunStatuses)).
@@ -153,7 +210,13 @@ func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedu
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim drainable schedules: %w", err)
 	}
-	return out, nil
+	if err := readLatestRunStatus(ctx, tx, out); err != nil {
+		return nil, err
+	}
+	// As in ClaimAt: re-judge each row by what is true now that it is locked.
+	return slices.DeleteFunc(out, func(c ClaimedSchedule) bool {
+		return c.Status != StatusActive || c.BufferDepth == 0 || c.latestRunActive()
+	}), nil
 }
 
 // ScheduleFilter selects schedules for listing. Statuses empty means all.

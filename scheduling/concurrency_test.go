@@ -120,3 +120,137 @@ func TestReplicasFireEachOccurrenceExactlyOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, schedules, count)
 }
+
+// replicas opens n services on one fresh PostgreSQL schema sharing clock.
+func replicas(t *testing.T, n int, clock *schedtest.Clock) []*scheduling.Service {
+	t.Helper()
+	url := dbtest.PostgresURL(t)
+	var services []*scheduling.Service
+	for range n {
+		db, err := database.Open(t.Context(), url)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		services = append(services, schedtest.Service(db, clock))
+	}
+	_, err := migrationsApply(t, url)
+	require.NoError(t, err)
+	return services
+}
+
+// Scheduler replicas ticking and operators triggering one due schedule at
+// the same moment serialise on its row: a skip schedule starts exactly one
+// run, whoever wins, and every other attempt is an overlap skip.
+func TestTicksAndTriggersRaceOnOneSchedule(t *testing.T) {
+	t.Parallel()
+	clock := schedtest.NewClock(t0)
+	services := replicas(t, 4, clock)
+	ctx := t.Context()
+	_, err := services[0].Create(ctx, cronInput("race", "0 * * * *"), nil)
+	require.NoError(t, err)
+	clock.Set(t0.Add(time.Hour))
+
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	note := func(outcome, reason string) {
+		mu.Lock()
+		defer mu.Unlock()
+		outcomes[outcome+" "+reason]++
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svc := services[i%len(services)]
+			if i%4 == 0 {
+				rows, err := svc.Tick(ctx, 10)
+				for _, r := range rows {
+					note(r.Outcome, r.Reason)
+				}
+				errs <- err
+				return
+			}
+			res, err := svc.Trigger(ctx, "default", "race", "", nil)
+			note(res.Outcome, res.Reason)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	runs, err := services[0].DB().NewSelect().Model((*models.Run)(nil)).Where("schedule_id = ?", "race").Count(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, runs, "exactly one run started; outcomes %v", outcomes)
+	require.Equal(t, 1, outcomes["triggered "], "outcomes %v", outcomes)
+
+	f := &fixture{t: t, db: services[0].DB(), clock: clock, svc: services[0], ctx: ctx}
+	count := map[string]int{}
+	for _, e := range f.events("race") {
+		count[e.EventType]++
+	}
+	require.Equal(t, 1, count[scheduling.EventScheduleTriggered], "audit: %v", count)
+	require.Equal(t, outcomes["skipped overlap_policy_skip"], count[scheduling.EventScheduleTriggerSkipped], "audit: %v", count)
+}
+
+// Replicas draining a buffer while operators trigger the schedule start
+// exactly one run from it: the drain's "no active run" check is made after
+// the lock, not from the claim's snapshot.
+func TestDrainsAndTriggersRaceOnOneBuffer(t *testing.T) {
+	t.Parallel()
+	clock := schedtest.NewClock(t0)
+	services := replicas(t, 4, clock)
+	ctx := t.Context()
+	in := cronInput("buffered", "0 0 1 1 *")
+	in.OverlapPolicy = scheduling.OverlapBufferOne
+	_, err := services[0].Create(ctx, in, nil)
+	require.NoError(t, err)
+	first, err := services[0].Trigger(ctx, "default", "buffered", "", nil)
+	require.NoError(t, err)
+	require.Equal(t, scheduling.OutcomeTriggered, first.Outcome)
+	second, err := services[0].Trigger(ctx, "default", "buffered", "", nil)
+	require.NoError(t, err)
+	require.Equal(t, scheduling.OutcomeBuffered, second.Outcome)
+	_, err = services[0].DB().NewUpdate().Model((*models.Run)(nil)).Set("status = ?", models.RunCompleted).Where("id = ?", first.RunID).Exec(ctx)
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svc := services[i%len(services)]
+			if i%2 == 0 {
+				_, err := svc.Tick(ctx, 10)
+				errs <- err
+				return
+			}
+			_, err := svc.Trigger(ctx, "default", "buffered", "", nil)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	// A tick that met a locked row skipped it; one more drains what is left.
+	_, err = services[0].Tick(ctx, 10)
+	require.NoError(t, err)
+	var statuses []string
+	require.NoError(t, services[0].DB().NewSelect().Model((*models.Run)(nil)).Column("status").
+		Where("schedule_id = ?", "buffered").Scan(ctx, &statuses))
+	active := 0
+	for _, s := range statuses {
+		if s == models.RunPending || s == models.RunRunning {
+			active++
+		}
+	}
+	require.Equal(t, 1, active, "one active run after the race; runs %v", statuses)
+	sch, err := services[0].Get(ctx, "default", "buffered")
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(sch.BufferedActions), 1, "buffer_one holds one fire at most")
+}

@@ -43,8 +43,13 @@ func backfillInstanceID(scheduleID string, nominal time.Time) string {
 	return "schedule:" + scheduleID + ":backfill:" + strconv.FormatInt(nominal.Unix(), 10)
 }
 
-func manualInstanceID(scheduleID string, now time.Time) string {
-	return "schedule:" + scheduleID + ":manual:" + strconv.FormatInt(now.UnixMilli(), 10)
+// manualInstanceID names a manual fire by a ULID: its first ten characters
+// are the millisecond of the trigger (so IDs still sort by time), the rest
+// are monotonic within a process and random across replicas. A plain
+// millisecond collided whenever two triggers shared one, and the second fire,
+// already acknowledged, was later dropped as already_started.
+func (s *Service) manualInstanceID(scheduleID string, now time.Time) string {
+	return "schedule:" + scheduleID + ":manual:" + s.ids.newAt(now)
 }
 
 // fireRequest is one attempt to start the schedule's workflow.
@@ -263,7 +268,7 @@ func (s *Service) Trigger(ctx context.Context, namespace, scheduleID, overridePo
 		}
 		var err error
 		result, err = s.fire(ctx, tx, rec, sch, fireRequest{
-			kind: kindManual, instanceID: manualInstanceID(sch.ScheduleID, rec.now), occurrence: rec.now, policy: policy,
+			kind: kindManual, instanceID: s.manualInstanceID(sch.ScheduleID, rec.now), occurrence: rec.now, policy: policy,
 		})
 		return err
 	})

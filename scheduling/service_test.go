@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
@@ -230,7 +231,10 @@ func TestLifecycleAuditStream(t *testing.T) {
 		first, err := f.svc.Trigger(f.ctx, "default", "life", "", cc)
 		require.NoError(t, err)
 		require.Equal(t, scheduling.OutcomeTriggered, first.Outcome)
-		require.Equal(t, "schedule:life:manual:1784203320000", first.InstanceID)
+		require.Regexp(t, `^schedule:life:manual:[0-9A-Z]{26}$`, first.InstanceID)
+		manual, err := ulid.Parse(strings.TrimPrefix(first.InstanceID, "schedule:life:manual:"))
+		require.NoError(t, err)
+		require.Equal(t, f.clock.Now().UnixMilli(), int64(manual.Time()), "a manual ID starts with the trigger's millisecond")
 
 		f.clock.Advance(time.Second)
 		second, err := f.svc.Trigger(f.ctx, "default", "life", "", cc)
