@@ -78,6 +78,9 @@ type Schedule struct {
 	BufferedActions     []BufferedAction  `json:"buffered_actions"`
 	RecentActions       []RecentAction    `json:"recent_actions"`
 	PausedAt            *Time             `json:"paused_at"`
+	PauseReason         *string           `json:"pause_reason"`
+	PausedBy            *string           `json:"paused_by"`
+	PausedUntil         *Time             `json:"paused_until"`
 	DeletedAt           *Time             `json:"deleted_at"`
 	CreatedAt           Time              `json:"created_at"`
 	UpdatedAt           Time              `json:"updated_at"`
@@ -94,7 +97,8 @@ func FromSchedule(s *models.Schedule) Schedule {
 		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.FailuresCount, SkippedTriggerCount: s.SkippedTriggerCount,
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
-		LatestRunID: s.LatestRunID, PausedAt: AtPtr(s.PausedAt), DeletedAt: AtPtr(s.DeletedAt),
+		LatestRunID: s.LatestRunID, PausedAt: AtPtr(s.PausedAt), PauseReason: s.PauseReason, PausedBy: s.PausedBy,
+		PausedUntil: AtPtr(s.PausedUntil), DeletedAt: AtPtr(s.DeletedAt),
 		CreatedAt: At(s.CreatedAt), UpdatedAt: At(s.UpdatedAt),
 		BufferedActions: []BufferedAction{}, RecentActions: []RecentAction{},
 	}

@@ -292,6 +292,11 @@ func printDescription(e env, d *scheduling.Description) error {
 	}
 	if s.PausedAt != nil && s.Status == models.StatusPaused {
 		t.row("Paused at:", timeOrDash(s.PausedAt))
+		t.row("Paused by:", strOrDash(s.PausedBy))
+		t.row("Pause reason:", clean(strOrDash(s.PauseReason)))
+		if s.PausedUntil != nil {
+			t.row("Paused until:", localTime(*s.PausedUntil, zone))
+		}
 	}
 	t.row("Created at:", scheduling.FormatTime(s.CreatedAt))
 	t.row("Updated at:", scheduling.FormatTime(s.UpdatedAt))
@@ -324,7 +329,8 @@ func printDescription(e env, d *scheduling.Description) error {
 
 func runSchedulePause(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule pause <id>", `tideline schedule pause daily-sync --reason "upstream outage"`, e).withActor()
-	reason := c.fs.String("reason", "", "why, kept as the schedule's note and in the audit stream")
+	reason := c.fs.String("reason", "", "why (at most 4,096 characters), kept as the pause reason and in the audit stream")
+	until := c.fs.String("until", "", "resume automatically at this RFC 3339 time (optional)")
 	pos, err := c.parse(args, "<id>")
 	if err != nil {
 		return err
@@ -334,7 +340,15 @@ func runSchedulePause(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	sch, err := a.service.Pause(ctx, c.cfg.namespaceOrDefault(), pos[0], *reason, c.commandContext(*reason))
+	in := scheduling.PauseInput{Reason: *reason}
+	if *until != "" {
+		t, err := parseTimeFlag("until", *until)
+		if err != nil {
+			return err
+		}
+		in.Until = &t
+	}
+	sch, err := a.service.Pause(ctx, c.cfg.namespaceOrDefault(), pos[0], in, c.commandContext(*reason))
 	if err != nil {
 		return err
 	}

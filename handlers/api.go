@@ -231,12 +231,18 @@ func (h *API) PauseSchedule(c echo.Context) error {
 		return err
 	}
 	var req struct {
-		Reason string `json:"reason"`
+		Reason      string `json:"reason"`
+		PausedUntil string `json:"paused_until"`
+		Until       string `json:"until"` // a shorter alias of paused_until
 	}
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	sch, err := h.Service.Pause(c.Request().Context(), ns, c.Param("schedule_id"), req.Reason, commandContext(c, "api", req.Reason))
+	in, err := pauseInput(req.Reason, req.PausedUntil, req.Until)
+	if err != nil {
+		return err
+	}
+	sch, err := h.Service.Pause(c.Request().Context(), ns, c.Param("schedule_id"), in, commandContext(c, "api", req.Reason))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,6 +42,17 @@ func (r *request) actions(s *models.Schedule, returnTo string) views.ScheduleAct
 	return a
 }
 
+// pause describes a paused schedule's pause; nil when it is not paused.
+func (r *request) pause(s *models.Schedule, loc *time.Location) *views.PauseView {
+	if s.Status != models.StatusPaused {
+		return nil
+	}
+	return &views.PauseView{
+		By: deref(s.PausedBy), At: momentPtr(s.PausedAt, loc, r.now), Reason: deref(s.PauseReason),
+		Until: momentPtr(s.PausedUntil, loc, r.now),
+	}
+}
+
 // row is one registry row.
 func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView {
 	desc, tz := describeSpec(s.Spec)
@@ -53,6 +65,7 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
 		Selectable: s.Status != models.StatusDeleted && r.canOperate(),
 		Actions:    r.actions(s, returnTo),
+		Paused:     r.pause(s, loc),
 	}
 	if len(s.RecentActions) > 0 {
 		last := s.RecentActions[0]
@@ -155,7 +168,7 @@ func (h *Console) Bulk(c echo.Context) error {
 	var failed []string
 	for _, id := range ids {
 		if action == "pause" {
-			_, err = h.Service.Pause(c.Request().Context(), r.ns, id, reason, r.cc(reason))
+			_, err = h.Service.Pause(c.Request().Context(), r.ns, id, scheduling.PauseInput{Reason: reason}, r.cc(reason))
 		} else {
 			_, err = h.Service.Resume(c.Request().Context(), r.ns, id, r.cc(reason))
 		}
@@ -228,7 +241,7 @@ func (h *Console) Pause(c echo.Context) error {
 		return err
 	}
 	id, reason := c.Param("schedule_id"), strings.TrimSpace(c.FormValue("reason"))
-	_, err = h.Service.Pause(c.Request().Context(), r.ns, id, reason, r.cc(reason))
+	_, err = h.Service.Pause(c.Request().Context(), r.ns, id, scheduling.PauseInput{Reason: reason}, r.cc(reason))
 	msg := "Paused " + id + "."
 	if reason != "" {
 		msg = fmt.Sprintf("Paused %s: %s", id, reason)
@@ -375,7 +388,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		PausedAt: momentPtr(s.PausedAt, loc, r.now), DeletedAt: momentPtr(s.DeletedAt, loc, r.now),
 		CreatedAt: moment(s.CreatedAt, loc, r.now), UpdatedAt: moment(s.UpdatedAt, loc, r.now),
 		RunsURL: r.url(consolePrefix+"/runs", "schedule_id", s.ScheduleID), HistoryURL: r.url(scheduleURL(s.ScheduleID) + "/history"),
-		Actions: r.actions(s, self),
+		Actions: r.actions(s, self), Paused: r.pause(s, loc),
 	}
 	for _, iv := range s.Spec.Intervals {
 		v.Intervals = append(v.Intervals, intervalText(iv))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,10 +35,20 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 		}
 		return &BadRequestError{Code: "invalid_json", Message: "request body is empty; send a JSON object"}
 	}
+	// A body in any other type used to be read as a form and dropped (curl
+	// sends form-urlencoded by default), so a pause lost its reason and a
+	// trigger its override; refusing it also stops cross-site "simple"
+	// requests, which cannot send application/json.
+	if !isJSONMediaType(c.Request().Header.Get(echo.HeaderContentType)) {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, "send the body as JSON with Content-Type: application/json")
+	}
 	// Neither database stores NUL in text, so refuse it here as bad input
 	// rather than fail later on the way to the database.
 	if hasNULEscape(body) {
 		return &BadRequestError{Code: "invalid_json", Message: "JSON strings may not contain NUL characters (\\u0000)"}
+	}
+	if key, ok := duplicateKey(body); ok {
+		return &BadRequestError{Code: "invalid_json", Message: fmt.Sprintf("duplicate key %q: every key may appear once per object", key)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -48,6 +59,69 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 		return &BadRequestError{Code: "invalid_json", Message: "request body has data after the JSON object"}
 	}
 	return nil
+}
+
+// isJSONMediaType accepts application/json and the +json types, with any
+// parameters (charset).
+func isJSONMediaType(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mediaType == echo.MIMEApplicationJSON || strings.HasSuffix(mediaType, "+json"))
+}
+
+// duplicateKey finds the first key that appears twice in one JSON object,
+// named by its path ("spec.timezone"). encoding/json keeps the last one
+// silently, so {"schedule_id":"a","schedule_id":"b"} would mean b to us and
+// a to whoever read the document first. Malformed JSON reports nothing here:
+// the decoder explains it better.
+func duplicateKey(body []byte) (string, bool) {
+	type frame struct {
+		object    bool
+		expectKey bool
+		key       string
+		keys      map[string]bool
+	}
+	var stack []*frame
+	path := func(key string) string {
+		parts := make([]string, 0, len(stack))
+		for _, f := range stack[:len(stack)-1] {
+			if f.object {
+				parts = append(parts, f.key)
+			}
+		}
+		return strings.Join(append(parts, key), ".")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top != nil && top.object && top.expectKey {
+			key, _ := tok.(string)
+			if top.keys[key] {
+				return path(key), true
+			}
+			top.keys[key], top.key, top.expectKey = true, key, false
+			continue
+		}
+		if top != nil && top.object {
+			top.expectKey = true // this token is the value; a key comes next
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, expectKey: true, keys: map[string]bool{}})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		}
+	}
 }
 
 // describeJSONError turns decoder errors into messages a client can act on
@@ -99,6 +173,20 @@ func queryInt(c echo.Context, name string, def int64, code string) (int64, error
 		return 0, &scheduling.ValidationError{Code: code, Fields: map[string]string{name: "must be an integer"}}
 	}
 	return n, nil
+}
+
+// pauseInput reads a pause request's end, given as paused_until or its
+// alias until (not both).
+func pauseInput(reason, pausedUntil, until string) (scheduling.PauseInput, error) {
+	in := scheduling.PauseInput{Reason: reason}
+	if pausedUntil != "" && until != "" {
+		return in, scheduling.NewValidationError("paused_until", "give paused_until or until, not both")
+	}
+	v := &scheduling.ValidationError{Code: "validation_failed"}
+	if t := parseTime(v, "paused_until", pausedUntil+until); !t.IsZero() {
+		in.Until = &t
+	}
+	return in, v.OrNil()
 }
 
 // parseTime accepts any RFC 3339 instant.

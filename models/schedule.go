@@ -103,6 +103,9 @@ type Schedule struct {
 	// per-schedule sequence gap-free under concurrent writers.
 	LastSequence int64      `bun:"last_sequence,notnull"`
 	PausedAt     *time.Time `bun:"paused_at"`
+	PauseReason  *string    `bun:"pause_reason"`
+	PausedBy     *string    `bun:"paused_by"` // the actor, else the source, of the pause
+	PausedUntil  *time.Time `bun:"paused_until"`
 	DeletedAt    *time.Time `bun:"deleted_at"`
 	CreatedAt    time.Time  `bun:"created_at,notnull"`
 	UpdatedAt    time.Time  `bun:"updated_at,notnull"`

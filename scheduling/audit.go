@@ -34,11 +34,22 @@ func (c *CommandContext) empty() bool {
 	return c == nil || *c == CommandContext{}
 }
 
+// author names who made a change: the actor, else the source.
+func (c *CommandContext) author() string {
+	if c == nil {
+		return ""
+	}
+	if c.Actor != "" {
+		return c.Actor
+	}
+	return c.Source
+}
+
 // payloadKeys is the contract of SPEC §6: required keys, then optional ones.
 // Every key written must be listed; every required key must be present.
 var payloadKeys = map[string]struct{ required, optional []string }{
 	EventScheduleCreated:        {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}},
-	EventSchedulePaused:         {required: []string{"paused_at"}, optional: []string{"reason"}},
+	EventSchedulePaused:         {required: []string{"paused_at"}, optional: []string{"reason", "paused_until"}},
 	EventScheduleResumed:        {required: []string{"next_fire_at"}},
 	EventScheduleUpdated:        {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"}},
 	EventScheduleTriggered:      {required: []string{"workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy", "trigger_number", "occurrence_time"}},

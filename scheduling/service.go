@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
@@ -191,7 +192,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 			return err
 		}
 		if in.Paused {
-			if err := s.pauseLocked(ctx, rec, sch, ""); err != nil {
+			if err := s.pauseLocked(ctx, rec, sch, PauseInput{}); err != nil {
 				return err
 			}
 		}
@@ -277,8 +278,35 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 	return out, nil
 }
 
-// Pause stops a schedule from firing; the reason is kept as its note.
-func (s *Service) Pause(ctx context.Context, namespace, scheduleID, reason string, cc *CommandContext) (*models.Schedule, error) {
+// MaxReasonLength bounds a pause reason (runes): it is stored on the
+// schedule and in the audit stream.
+const MaxReasonLength = 4096
+
+// PauseInput is why a schedule is paused and, optionally, until when.
+type PauseInput struct {
+	Reason string
+	// Until, when set, must be in the future; the loop resumes the schedule
+	// then (SPEC §12).
+	Until *time.Time
+}
+
+func (in PauseInput) validate(now time.Time) error {
+	v := &ValidationError{Code: "validation_failed"}
+	if utf8.RuneCountInString(in.Reason) > MaxReasonLength {
+		v.Add("reason", fmt.Sprintf("must be at most %d characters", MaxReasonLength))
+	}
+	if in.Until != nil && !in.Until.After(now) {
+		v.Add("paused_until", "must be in the future")
+	}
+	return v.OrNil()
+}
+
+// Pause stops a schedule from firing. The reason, author and end of the
+// pause are kept in fields of their own; the note is never touched.
+func (s *Service) Pause(ctx context.Context, namespace, scheduleID string, in PauseInput, cc *CommandContext) (*models.Schedule, error) {
+	if err := in.validate(s.now()); err != nil {
+		return nil, err
+	}
 	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
 		switch sch.Status {
 		case models.StatusDeleted:
@@ -286,17 +314,29 @@ func (s *Service) Pause(ctx context.Context, namespace, scheduleID, reason strin
 		case models.StatusPaused:
 			return conflict("schedule_not_active", "schedule %q is already paused", scheduleID)
 		}
-		return s.pauseLocked(ctx, rec, &sch.Schedule, reason)
+		return s.pauseLocked(ctx, rec, &sch.Schedule, in)
 	})
 }
 
-func (s *Service) pauseLocked(ctx context.Context, rec *recorder, sch *models.Schedule, reason string) error {
+// pauseLocked pauses a locked schedule. Its next fire is cleared, so no
+// surface shows one while it is paused; resume computes a fresh one.
+func (s *Service) pauseLocked(ctx context.Context, rec *recorder, sch *models.Schedule, in PauseInput) error {
 	sch.Status = models.StatusPaused
 	sch.PausedAt = ptrTime(rec.now)
+	sch.NextFireAt, sch.NextNominalAt = nil, nil
+	sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil
 	payload := map[string]any{"paused_at": FormatTime(rec.now)}
-	if reason != "" {
-		sch.Note = reason
-		payload["reason"] = reason
+	if in.Reason != "" {
+		sch.PauseReason = &in.Reason
+		payload["reason"] = in.Reason
+	}
+	if in.Until != nil {
+		until := utcMicro(*in.Until)
+		sch.PausedUntil = &until
+		payload["paused_until"] = FormatTime(until)
+	}
+	if by := rec.cc.author(); by != "" {
+		sch.PausedBy = &by
 	}
 	return rec.record(ctx, sch, EventSchedulePaused, payload, "", "")
 }
@@ -316,7 +356,7 @@ func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *
 			return fmt.Errorf("compile stored spec of %s: %w", scheduleID, err)
 		}
 		sch.Status = models.StatusActive
-		sch.PausedAt = nil
+		sch.PausedAt, sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil, nil
 		s.scheduleNext(&sch.Schedule, compiled, rec.now)
 		return rec.record(ctx, &sch.Schedule, EventScheduleResumed, map[string]any{"next_fire_at": timeOrNil(sch.NextFireAt)}, "", "")
 	})

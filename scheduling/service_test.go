@@ -213,9 +213,9 @@ func TestLifecycleAuditStream(t *testing.T) {
 		require.NoError(t, err)
 
 		f.clock.Advance(time.Minute)
-		_, err = f.svc.Pause(f.ctx, "default", "life", "maintenance window", cc)
+		_, err = f.svc.Pause(f.ctx, "default", "life", scheduling.PauseInput{Reason: "maintenance window"}, cc)
 		require.NoError(t, err)
-		require.Equal(t, "maintenance window", f.get("life").Note, "pause reason is kept as the note")
+		require.Equal(t, "maintenance window", *f.get("life").PauseReason)
 
 		f.clock.Advance(time.Minute)
 		resumed, err := f.svc.Resume(f.ctx, "default", "life", cc)
@@ -295,9 +295,9 @@ func TestStateMachineConflicts(t *testing.T) {
 		}
 		_, err := f.svc.Resume(f.ctx, "default", "sm", nil)
 		require.Equal(t, "schedule_not_paused", code(err))
-		_, err = f.svc.Pause(f.ctx, "default", "sm", "", nil)
+		_, err = f.svc.Pause(f.ctx, "default", "sm", scheduling.PauseInput{}, nil)
 		require.NoError(t, err)
-		_, err = f.svc.Pause(f.ctx, "default", "sm", "", nil)
+		_, err = f.svc.Pause(f.ctx, "default", "sm", scheduling.PauseInput{}, nil)
 		require.Equal(t, "schedule_not_active", code(err))
 
 		// A paused schedule does not fire on trigger: the skip is recorded.
@@ -307,7 +307,7 @@ func TestStateMachineConflicts(t *testing.T) {
 
 		_, err = f.svc.Delete(f.ctx, "default", "sm", nil)
 		require.NoError(t, err)
-		_, err = f.svc.Pause(f.ctx, "default", "sm", "", nil)
+		_, err = f.svc.Pause(f.ctx, "default", "sm", scheduling.PauseInput{}, nil)
 		require.Equal(t, "schedule_deleted", code(err))
 		_, err = f.svc.Resume(f.ctx, "default", "sm", nil)
 		require.Equal(t, "schedule_deleted", code(err))
@@ -323,7 +323,7 @@ func TestStateMachineConflicts(t *testing.T) {
 		// The history of a deleted schedule stays readable.
 		require.Equal(t, []string{"ScheduleCreated", "SchedulePaused", "ScheduleTriggerSkipped", "ScheduleDeleted"}, eventTypes(f.events("sm")))
 
-		_, err = f.svc.Pause(f.ctx, "default", "missing", "", nil)
+		_, err = f.svc.Pause(f.ctx, "default", "missing", scheduling.PauseInput{}, nil)
 		var nf *scheduling.NotFoundError
 		require.ErrorAs(t, err, &nf)
 		require.Equal(t, "schedule_not_found", nf.Code)
@@ -391,7 +391,7 @@ func TestNamespaceIsolation(t *testing.T) {
 		f.create(a)
 		f.create(b)
 
-		_, err := f.svc.Pause(f.ctx, "team-a", "same-id", "", nil)
+		_, err := f.svc.Pause(f.ctx, "team-a", "same-id", scheduling.PauseInput{}, nil)
 		require.NoError(t, err)
 		sb, err := f.svc.Get(f.ctx, "team-b", "same-id")
 		require.NoError(t, err)
@@ -466,7 +466,7 @@ func TestListFiltersAndKeysetPaging(t *testing.T) {
 			}
 			f.create(in)
 		}
-		_, err := f.svc.Pause(f.ctx, "default", "b-1", "", nil)
+		_, err := f.svc.Pause(f.ctx, "default", "b-1", scheduling.PauseInput{}, nil)
 		require.NoError(t, err)
 		_, err = f.svc.Delete(f.ctx, "default", "b-2", nil)
 		require.NoError(t, err)
@@ -514,4 +514,64 @@ func TestListFiltersAndKeysetPaging(t *testing.T) {
 		require.ErrorAs(t, err, &v)
 		require.Contains(t, v.Fields, "cursor")
 	})
+}
+
+// A pause keeps its reason, author and end in fields of its own: the note
+// belongs to whoever wrote the schedule and survives pause and resume.
+func TestPauseKeepsTheNote(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		in := cronInput("noted", "0 * * * *")
+		in.Note = "owned by billing; page #oncall"
+		f.create(in)
+		cc := &scheduling.CommandContext{Source: "api", Actor: "ops@example.com"}
+
+		_, err := f.svc.Pause(f.ctx, "default", "noted", scheduling.PauseInput{Reason: strings.Repeat("r", scheduling.MaxReasonLength+1)}, cc)
+		requireFields(t, err, "reason")
+		past := t0.Add(-time.Second)
+		_, err = f.svc.Pause(f.ctx, "default", "noted", scheduling.PauseInput{Until: &past}, cc)
+		requireFields(t, err, "paused_until")
+		require.Equal(t, models.StatusActive, f.get("noted").Status, "a refused pause changes nothing")
+
+		until := t0.Add(2 * time.Hour)
+		p, err := f.svc.Pause(f.ctx, "default", "noted", scheduling.PauseInput{Reason: strings.Repeat("r", scheduling.MaxReasonLength), Until: &until}, cc)
+		require.NoError(t, err)
+		got := f.get("noted")
+		require.Equal(t, in.Note, got.Note)
+		require.Equal(t, strings.Repeat("r", scheduling.MaxReasonLength), *got.PauseReason)
+		require.Equal(t, "ops@example.com", *got.PausedBy)
+		require.True(t, until.Equal(*got.PausedUntil), "paused_until %v", got.PausedUntil)
+		require.Nil(t, got.NextFireAt, "no next fire while paused")
+		require.Nil(t, p.NextFireAt)
+		ev := f.events("noted")
+		require.Equal(t, "2026-07-16T14:00:00.000000Z", payload(t, ev[len(ev)-1])["paused_until"])
+
+		// An edit of the spec while paused still computes no next fire.
+		_, err = f.svc.Update(f.ctx, "default", "noted", scheduling.UpdateInput{
+			Spec: &models.Spec{CronExpressions: []string{"*/5 * * * *"}, Timezone: "UTC"}}, cc)
+		require.NoError(t, err)
+		require.Nil(t, f.get("noted").NextFireAt)
+
+		r, err := f.svc.Resume(f.ctx, "default", "noted", cc)
+		require.NoError(t, err)
+		require.Equal(t, in.Note, r.Note, "resume leaves the note as it was")
+		require.Nil(t, r.PauseReason)
+		require.Nil(t, r.PausedBy)
+		require.Nil(t, r.PausedUntil)
+		require.NotNil(t, r.NextFireAt)
+	})
+}
+
+// requireFields asserts err is a validation error naming exactly fields.
+func requireFields(t *testing.T, err error, fields ...string) {
+	t.Helper()
+	var v *scheduling.ValidationError
+	require.ErrorAs(t, err, &v)
+	got := make([]string, 0, len(v.Fields))
+	for k := range v.Fields {
+		got = append(got, k)
+	}
+	require.ElementsMatch(t, fields, got, "fields of %v", err)
 }

@@ -154,6 +154,10 @@ func (s *Service) Update(ctx context.Context, namespace, scheduleID string, in U
 			if sch.NextFireAt == nil {
 				return &ValidationError{Code: "spec_never_fires", Fields: map[string]string{"spec": "has no future fire time"}}
 			}
+			if sch.Status != models.StatusActive {
+				// Paused: the check above still holds; resume computes the fire.
+				sch.NextFireAt, sch.NextNominalAt = nil, nil
+			}
 		}
 		return rec.record(ctx, &sch.Schedule, EventScheduleUpdated, map[string]any{
 			"changed_fields": changed, "spec": sch.Spec, "action": sch.Action,

@@ -72,11 +72,18 @@ func validateAction(v *ValidationError, a models.Action) {
 	if utf8.RuneCountInString(a.WorkflowClass) > MaxNameLength {
 		v.Add("action.workflow_class", fmt.Sprintf("must be at most %d characters", MaxNameLength))
 	}
-	if a.ExecutionTimeoutSeconds != nil && *a.ExecutionTimeoutSeconds <= 0 {
-		v.Add("action.execution_timeout_seconds", "must be a positive number of seconds, or null")
-	}
-	if a.RunTimeoutSeconds != nil && *a.RunTimeoutSeconds <= 0 {
-		v.Add("action.run_timeout_seconds", "must be a positive number of seconds, or null")
+	validateTimeout(v, "action.execution_timeout_seconds", a.ExecutionTimeoutSeconds)
+	validateTimeout(v, "action.run_timeout_seconds", a.RunTimeoutSeconds)
+}
+
+// MaxTimeoutSeconds caps run deadlines at ten years (of 365 days): longer
+// ones mean "never", which null says, and seconds near the int64 limit
+// overflowed into a deadline before the run was created.
+const MaxTimeoutSeconds = 10 * 365 * 24 * 60 * 60
+
+func validateTimeout(v *ValidationError, field string, seconds *int64) {
+	if seconds != nil && (*seconds <= 0 || *seconds > MaxTimeoutSeconds) {
+		v.Add(field, fmt.Sprintf("must be a positive number of seconds up to %d (10 years), or null", MaxTimeoutSeconds))
 	}
 }
 

@@ -129,7 +129,10 @@ func TestAPIScheduleLifecycle(t *testing.T) {
 
 		p := f.must(200, "POST", v2+"/schedules/daily-sync/pause", `{"reason":"db maintenance"}`)
 		require.Equal(t, "paused", p["status"])
-		require.Equal(t, "db maintenance", p["note"])
+		require.Equal(t, "db maintenance", p["pause_reason"])
+		require.Equal(t, "nightly", p["note"], "a pause never touches the note")
+		require.Nil(t, p["next_fire_at"], "no next fire while paused")
+		require.Equal(t, "local", p["paused_by"], "local mode acts as 'local'")
 		code, _ := errorOf(t, f.must(409, "POST", v2+"/schedules/daily-sync/pause", ""))
 		require.Equal(t, "schedule_not_active", code)
 		r := f.must(200, "POST", v2+"/schedules/daily-sync/resume", "")
@@ -488,4 +491,87 @@ func TestNULCharactersAreBadRequests(t *testing.T) {
 		res := c.post("/waterline/schedules", url.Values{"schedule_id": {"n"}, "cron_expressions": {"0 * * * *"}, "workflow_type": {"w"}, "note": {"a\x00b"}})
 		require.Equal(t, http.StatusBadRequest, res.Status, "console form fields too")
 	})
+}
+
+// A body that is not JSON is refused, never read as a form and dropped
+// (curl's default type); duplicate keys are refused instead of "last wins".
+func TestAPIRequestBodiesAreNeverDropped(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newAPI(t, db, "")
+		const v2 = "/waterline/api/v2"
+		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"b","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"}}`)
+
+		for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain", "multipart/form-data; boundary=x", ""} {
+			for _, req := range []struct{ method, path, body string }{
+				{"POST", v2 + "/schedules/b/pause", `{"reason":"maintenance"}`},
+				{"POST", v2 + "/schedules/b/trigger", `{"overlap_policy":"allow_all"}`},
+				{"POST", v2 + "/schedules", `{"schedule_id":"c","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"}}`},
+				{"PATCH", "/api/schedules/b", `{"note":"x"}`},
+			} {
+				res := f.do(req.method, req.path, req.body, "Content-Type", ct)
+				require.Equal(t, 415, res.Status, "%s %s as %q: %s", req.method, req.path, ct, res.Raw)
+				code, _ := errorOf(t, res.Body)
+				require.Equal(t, "unsupported_media_type", code)
+			}
+		}
+		sch := f.must(200, "GET", v2+"/schedules/b", "")
+		require.Equal(t, "active", sch["status"], "nothing was applied")
+		require.EqualValues(t, 0, sch["fires_count"])
+
+		// An optional body may still be left out, whatever the type says.
+		tr := f.must(200, "POST", v2+"/schedules/b/trigger", "", "Content-Type", "application/x-www-form-urlencoded")
+		require.Equal(t, "triggered", tr["outcome"])
+		f.must(200, "POST", v2+"/schedules/b/pause", `{"reason":"json with charset"}`, "Content-Type", "application/json; charset=utf-8")
+		require.Equal(t, "json with charset", f.must(200, "GET", v2+"/schedules/b", "")["pause_reason"])
+
+		for body, key := range map[string]string{
+			`{"schedule_id":"a","schedule_id":"d","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"}}`: "schedule_id",
+			`{"schedule_id":"a","spec":{"timezone":"UTC","cron_expressions":["0 * * * *"],"timezone":"Asia/Tokyo"},"action":{"workflow_type":"w"}}`: "spec.timezone",
+			`{"schedule_id":"a","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w","input":{"k":1,"k":2}}}`: "action.input.k",
+		} {
+			res := f.do("POST", v2+"/schedules", body)
+			require.Equal(t, 400, res.Status, res.Raw)
+			code, _ := errorOf(t, res.Body)
+			require.Equal(t, "invalid_json", code)
+			require.Contains(t, res.Body["error"].(map[string]any)["message"], `"`+key+`"`)
+		}
+		f.must(404, "GET", v2+"/schedules/a", "")
+		// The same key in sibling objects is no duplicate.
+		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"e","spec":{"cron_expressions":["0 * * * *"],"intervals":[{"every":"PT1H"},{"every":"PT2H"}]},"action":{"workflow_type":"w","input":{"every":1}}}`)
+
+		res := f.do("POST", v2+"/schedules", `{"schedule_id":"t","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w","run_timeout_seconds":9223372036854775807,"execution_timeout_seconds":315360001}}`)
+		require.Equal(t, 422, res.Status, res.Raw)
+		_, fields := errorOf(t, res.Body)
+		require.Contains(t, fields, "action.run_timeout_seconds")
+		require.Contains(t, fields, "action.execution_timeout_seconds")
+		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"t","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w","run_timeout_seconds":315360000}}`)
+	})
+}
+
+// Unknown routes and wrong methods get JSON 404 not_found and 405
+// method_not_allowed (with Allow) under both API prefixes.
+func TestAPIUnknownRoutesAndMethods(t *testing.T) {
+	t.Parallel()
+	f := newAPI(t, dbtest.SQLite(t), "")
+	for _, prefix := range []string{"/waterline/api/v2", "/api"} {
+		for _, method := range []string{"GET", "POST", "DELETE"} {
+			res := f.do(method, prefix+"/no-such-thing/here", `{}`)
+			require.Equal(t, 404, res.Status, "%s %s: %s", method, prefix, res.Raw)
+			code, _ := errorOf(t, res.Body)
+			require.Equal(t, "not_found", code)
+		}
+		res := f.do("PUT", prefix+"/schedules", `{}`)
+		require.Equal(t, 405, res.Status, "%s: %s", prefix, res.Raw)
+		code, _ := errorOf(t, res.Body)
+		require.Equal(t, "method_not_allowed", code)
+		require.Equal(t, "GET, POST", res.Header.Get("Allow"))
+		res = f.do("POST", prefix+"/schedules/x/history", `{}`)
+		require.Equal(t, 405, res.Status, res.Raw)
+		require.Equal(t, "GET", res.Header.Get("Allow"))
+		res = f.do("PUT", prefix+"/schedules/x", `{}`)
+		require.Equal(t, 405, res.Status, res.Raw)
+		require.Equal(t, "GET, PATCH, DELETE", res.Header.Get("Allow"))
+	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,6 +50,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.POST("/runs/:run_id/cancel", api.CancelRun, operate)
 		a.POST("/runs/:run_id/terminate", api.TerminateRun, operate)
 		a.POST("/tick", api.Tick, admin)
+		a.RouteNotFound("/*", apiFallback(e))
 	}
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
 
@@ -94,4 +96,26 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.GET("/runs/:run_id", console.Run, cRead)
 	w.POST("/runs/:run_id/cancel", console.CancelRun, cOperate)
 	w.POST("/runs/:run_id/terminate", console.TerminateRun, cOperate)
+}
+
+// apiFallback answers API requests no route matches, as JSON like every
+// API error: 405 with Allow when the path exists under other methods, else
+// 404. Without it, /waterline/api/v2/… fell through to the console's
+// catch-all and met its CSRF check (403) or an HTML page.
+func apiFallback(e *echo.Echo) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var allowed []string
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			probe := e.NewContext(c.Request(), nil)
+			e.Router().Find(method, echo.GetPath(c.Request()), probe)
+			if probe.Path() != c.Path() {
+				allowed = append(allowed, method)
+			}
+		}
+		if len(allowed) == 0 {
+			return echo.NewHTTPError(http.StatusNotFound, "no such API route; see /waterline/api/v2/openapi.json")
+		}
+		c.Response().Header().Set(echo.HeaderAllow, strings.Join(allowed, ", "))
+		return echo.NewHTTPError(http.StatusMethodNotAllowed, c.Request().Method+" is not allowed here; allowed: "+strings.Join(allowed, ", "))
+	}
 }

@@ -129,7 +129,9 @@ func rejectNUL(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		bad := strings.ContainsRune(r.URL.Path, 0) || strings.Contains(r.URL.RawQuery, "%00") || strings.Contains(r.URL.RawPath, "%00")
-		if !bad && r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm) {
+		// API bodies are JSON, checked for NUL as they are decoded; parsing
+		// one as a form here would consume it.
+		if !bad && !isAPI(c) && r.Method == http.MethodPost && strings.HasPrefix(r.Header.Get(echo.HeaderContentType), echo.MIMEApplicationForm) {
 			if err := r.ParseForm(); err == nil {
 				for _, values := range r.PostForm {
 					for _, v := range values {
