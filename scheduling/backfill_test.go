@@ -11,6 +11,7 @@ import (
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
 
 func TestBackfillStartsCanonicalOccurrencesInWindow(t *testing.T) {
@@ -125,4 +126,52 @@ func TestBackfillRejectsBadWindows(t *testing.T) {
 	_, err = f.svc.Backfill(f.ctx, "default", "nope", scheduling.BackfillInput{From: t0, To: t0.Add(time.Hour)})
 	require.ErrorIs(t, err, scheduling.ErrNotFound)
 	require.Len(t, f.events("minutely"), 1, fmt.Sprint("rejected backfills record nothing"))
+}
+
+// steppingClock moves a microsecond every time it is read, so each
+// transaction's "now" (read once per transaction) tells transactions apart.
+type steppingClock struct{ *schedtest.Clock }
+
+func (c steppingClock) Now() time.Time {
+	c.Advance(time.Microsecond)
+	return c.Clock.Now()
+}
+
+// A large backfill commits in batches of at most DefaultBackfillBatch occurrences,
+// so other work interleaves with it (on SQLite one transaction held the only
+// connection for seconds); max_runs still stops it exactly, across batches.
+func TestBackfillCommitsInBoundedBatches(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		clock := steppingClock{schedtest.NewClock(t0)}
+		f := &fixture{t: t, db: db, clock: clock.Clock, svc: schedtest.Service(db, clock), ctx: t.Context()}
+		in := cronInput("bulk", "0 * * * *")
+		in.OverlapPolicy = scheduling.OverlapAllowAll
+		f.create(in)
+		const n = 2*scheduling.DefaultBackfillBatch + 25
+		rep, err := f.svc.Backfill(f.ctx, "default", "bulk", scheduling.BackfillInput{From: t0.Add(-n * time.Hour), To: t0})
+		require.NoError(t, err)
+		require.Equal(t, "completed", rep.Outcome)
+		require.Len(t, rep.Results, n)
+		for i, r := range rep.Results {
+			require.Equal(t, scheduling.BackfillStarted, r.Outcome, "occurrence %d", i)
+			require.True(t, t0.Add(time.Duration(i-n)*time.Hour).Equal(r.OccurrenceTime), "in order")
+		}
+		var perTx []int
+		require.NoError(t, db.NewSelect().Model((*models.Run)(nil)).ColumnExpr("count(*)").
+			Where("schedule_id = ?", "bulk").Group("created_at").OrderExpr("created_at").Scan(f.ctx, &perTx))
+		require.Equal(t, []int{scheduling.DefaultBackfillBatch, scheduling.DefaultBackfillBatch, 25}, perTx, "runs per transaction")
+
+		// max_runs ends it in the middle of the second batch.
+		in = cronInput("capped", "0 * * * *")
+		in.OverlapPolicy = scheduling.OverlapAllowAll
+		in.MaxRuns = ptr[int64](scheduling.DefaultBackfillBatch + 10)
+		f.create(in)
+		rep, err = f.svc.Backfill(f.ctx, "default", "capped", scheduling.BackfillInput{From: t0.Add(-n * time.Hour), To: t0})
+		require.NoError(t, err)
+		require.Equal(t, "max_runs_exhausted", rep.Outcome)
+		require.Len(t, rep.Results, scheduling.DefaultBackfillBatch+10)
+		require.Equal(t, models.StatusDeleted, f.get("capped").Status)
+	})
 }

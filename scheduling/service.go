@@ -39,24 +39,28 @@ type Config struct {
 	// CancelGrace is how long a run may take to honour a cancellation
 	// request before the loop marks it cancelled itself.
 	CancelGrace time.Duration
+	// BackfillBatch is how many occurrences one backfill transaction
+	// starts at most; DefaultBackfillBatch if zero.
+	BackfillBatch int
 }
 
 // Service is the one implementation of every schedule operation; the JSON
 // API, the console and the CLI all call it.
 type Service struct {
-	db          *bun.DB
-	clock       Clock
-	rand        Rand
-	logger      *slog.Logger
-	routing     Routing
-	cancelGrace time.Duration
-	ids         *ids
-	wakeups     wakeups
+	db            *bun.DB
+	clock         Clock
+	rand          Rand
+	logger        *slog.Logger
+	routing       Routing
+	cancelGrace   time.Duration
+	backfillBatch int
+	ids           *ids
+	wakeups       wakeups
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, ids: newIDs()}
+	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs()}
 	if s.clock == nil {
 		s.clock = SystemClock{}
 	}
@@ -68,6 +72,9 @@ func New(cfg Config) *Service {
 	}
 	if s.routing.Default == (Route{}) {
 		s.routing.Default = Route{Connection: "default", Queue: "default"}
+	}
+	if s.backfillBatch <= 0 {
+		s.backfillBatch = DefaultBackfillBatch
 	}
 	if s.cancelGrace == 0 {
 		s.cancelGrace = 60 * time.Second
