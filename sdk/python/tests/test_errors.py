@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import httpx
 import pytest
 
 import tideline
+from tideline.errors import error_from_response
 from support import ACTION, Server
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -108,3 +110,11 @@ async def test_other_statuses_raise_the_base_class(client: tideline.Client) -> N
     assert type(info.value) is tideline.TidelineError
     assert (info.value.status, info.value.code) == (413, "request_too_large")
     assert str(info.value).startswith("413 request_too_large: ")
+
+
+def test_bodies_that_are_not_tideline_errors_keep_the_status() -> None:
+    # e.g. a reverse proxy's HTML page in front of the server
+    response = httpx.Response(502, text="<html>Bad Gateway</html>", request=httpx.Request("GET", "http://proxy/x"))
+    err = error_from_response(response)
+    assert type(err) is tideline.TidelineError
+    assert (err.status, err.code, err.message, dict(err.fields)) == (502, "http_502", "Bad Gateway", {})

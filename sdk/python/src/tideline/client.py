@@ -17,9 +17,9 @@ from .types import (
     JSON,
     Action,
     BackfillReport,
+    Run,
     RunDetail,
     RunPage,
-    Run,
     Schedule,
     ScheduleHistoryEvent,
     ScheduleHistoryPage,
@@ -105,8 +105,8 @@ class Client:
     async def _request(
         self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: JSON | None = None
     ) -> JSON:
-        # Bodies are always JSON with an explicit Content-Type: the server
-        # refuses others (415), and optional bodies are sent as {}.
+        # Bodies are always JSON with an explicit Content-Type (the server
+        # answers 415 to others), and optional bodies are sent as {}.
         content: bytes | None = None
         headers: dict[str, str] = {}
         if method in ("POST", "PATCH", "PUT"):
