@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, generated code, then every Go test on
 # SQLite and PostgreSQL, browser tests included (e2e/setup.sh installs
-# Chromium and the Playwright driver first when they are missing).
+# Chromium and the Playwright driver first when they are missing), and last
+# the Python SDK's tests (sdk/python/test.sh installs its Debian packages).
 # This is the README's test command; .ci/run prepares the machine and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,3 +33,6 @@ e2e/setup.sh
 
 echo "== go test (SQLite and PostgreSQL at ${TIDELINE_TEST_DATABASE_URL%%\?*})"
 go test -count=1 "$@" ./...
+
+echo "== Python SDK (sdk/python, against a real tideline serve on both databases)"
+sdk/python/test.sh

@@ -1,0 +1,404 @@
+"""The asyncio client of Tideline's JSON API (SPEC §8, §14)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .errors import error_from_response
+from .types import (
+    JSON,
+    Action,
+    BackfillReport,
+    Run,
+    RunDetail,
+    RunPage,
+    Schedule,
+    ScheduleHistoryEvent,
+    ScheduleHistoryPage,
+    SchedulePage,
+    Spec,
+    TriggerResult,
+    format_time,
+)
+
+__version__ = "0.1.0"
+
+# The versioned prefix that web/openapi.json documents; the namespace goes in
+# X-Namespace (see README.md, "Namespaces").
+API_PREFIX = "/waterline/api/v2"
+
+
+class Unset(enum.Enum):
+    """Marks an update field the caller left out (distinct from None, which clears)."""
+
+    UNSET = enum.auto()
+
+
+UNSET = Unset.UNSET
+
+
+def _path(*segments: str) -> str:
+    return "/".join(quote(s, safe="") for s in segments)
+
+
+def _action_json(action: Action | Mapping[str, Any]) -> JSON:
+    return action.to_json() if isinstance(action, Action) else dict(action)
+
+
+def _spec_json(spec: Spec | Mapping[str, Any]) -> JSON:
+    return spec.to_json() if isinstance(spec, Spec) else dict(spec)
+
+
+def _statuses(status: str | Sequence[str] | None) -> list[str] | None:
+    if status is None:
+        return None
+    return [status] if isinstance(status, str) else list(status)
+
+
+class Client:
+    """An async client bound to one server, token and namespace.
+
+    Use it as ``async with Client(url, token=...) as client: ...`` so its
+    connection pool is closed, or call :meth:`aclose` yourself.
+
+    ``namespace`` is sent as X-Namespace on every request; without it the
+    server picks the token's only namespace, else ``default``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        namespace: str | None = None,
+        timeout: float | httpx.Timeout = 30.0,
+    ) -> None:
+        headers = {"Accept": "application/json", "User-Agent": f"tideline-python/{__version__}"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if namespace:
+            headers["X-Namespace"] = namespace
+        self.namespace = namespace
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + API_PREFIX + "/", headers=headers, timeout=timeout
+        )
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _request(
+        self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: JSON | None = None
+    ) -> JSON:
+        # Bodies are always JSON with an explicit Content-Type (the server
+        # answers 415 to others), and optional bodies are sent as {}.
+        content: bytes | None = None
+        headers: dict[str, str] = {}
+        if method in ("POST", "PATCH", "PUT"):
+            content = json.dumps(body or {}, separators=(",", ":")).encode()
+            headers["Content-Type"] = "application/json"
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        response = await self._http.request(method, path, params=query, content=content, headers=headers)
+        if response.is_error:
+            raise error_from_response(response)
+        data = response.json()
+        if not isinstance(data, dict):
+            raise ValueError(f"{method} {path}: expected a JSON object, got {type(data).__name__}")
+        return data
+
+    # Schedules
+
+    def get_schedule(self, schedule_id: str) -> ScheduleHandle:
+        """A handle on one schedule; it makes no request until you use it."""
+        return ScheduleHandle(self, schedule_id)
+
+    async def create_schedule(
+        self,
+        schedule_id: str | None = None,
+        *,
+        action: Action | Mapping[str, Any],
+        spec: Spec | Mapping[str, Any] | None = None,
+        cron: str | None = None,
+        overlap_policy: str | None = None,
+        jitter_seconds: int | None = None,
+        max_runs: int | None = None,
+        connection: str | None = None,
+        queue: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        memo: Mapping[str, str] | None = None,
+        search_attributes: Mapping[str, str] | None = None,
+        note: str | None = None,
+        paused: bool = False,
+    ) -> Schedule:
+        """Creates a schedule (``cron`` is shorthand for one cron expression in
+        ``spec``) and returns its describe object. Without ``schedule_id`` the
+        server generates ``sch-<ulid>``."""
+        body: JSON = {"action": _action_json(action)}
+        optional: JSON = {
+            "schedule_id": schedule_id,
+            "spec": None if spec is None else _spec_json(spec),
+            "cron": cron,
+            "overlap_policy": overlap_policy,
+            "jitter_seconds": jitter_seconds,
+            "max_runs": max_runs,
+            "connection": connection,
+            "queue": queue,
+            "labels": None if labels is None else dict(labels),
+            "memo": None if memo is None else dict(memo),
+            "search_attributes": None if search_attributes is None else dict(search_attributes),
+            "note": note,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        if paused:
+            body["paused"] = True
+        return Schedule.from_json(await self._request("POST", "schedules", body=body))
+
+    async def describe_schedule(self, schedule_id: str) -> Schedule:
+        """All fields plus the next 5 fire times and the spec's description.
+        A deleted schedule is NotFound here (its history stays readable)."""
+        return Schedule.from_json(await self._request("GET", _path("schedules", schedule_id)))
+
+    async def list_schedules_page(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        query: str | None = None,
+        workflow_type: str | None = None,
+        label: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SchedulePage:
+        """One page of schedules, ordered by schedule_id. ``status`` defaults to
+        active and paused on the server; ``"all"`` includes deleted ones.
+        ``label`` is ``key:value``; ``limit`` is 1..200 (default 50)."""
+        params = {
+            "status": _statuses(status),
+            "q": query,
+            "workflow_type": workflow_type,
+            "label": label,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        return SchedulePage.from_json(await self._request("GET", "schedules", params=params))
+
+    async def list_schedules(
+        self,
+        *,
+        status: str | Sequence[str] | None = None,
+        query: str | None = None,
+        workflow_type: str | None = None,
+        label: str | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[Schedule]:
+        """Every matching schedule, fetched page by page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_schedules_page(
+                status=status, query=query, workflow_type=workflow_type, label=label, limit=page_size, cursor=cursor
+            )
+            for schedule in page.schedules:
+                yield schedule
+            if not page.has_more or page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def update_schedule(
+        self,
+        schedule_id: str,
+        *,
+        spec: Spec | Mapping[str, Any] | Unset = UNSET,
+        action: Action | Mapping[str, Any] | Unset = UNSET,
+        overlap_policy: str | Unset = UNSET,
+        jitter_seconds: int | Unset = UNSET,
+        max_runs: int | None | Unset = UNSET,
+        connection: str | None | Unset = UNSET,
+        queue: str | None | Unset = UNSET,
+        labels: Mapping[str, str] | Unset = UNSET,
+        memo: Mapping[str, str] | Unset = UNSET,
+        search_attributes: Mapping[str, str] | Unset = UNSET,
+        note: str | Unset = UNSET,
+    ) -> Schedule:
+        """Changes only the given fields (PATCH); ``spec`` and ``action`` are
+        replaced whole. ``None`` clears max_runs, connection or queue."""
+        fields: dict[str, Any] = {
+            "spec": spec if isinstance(spec, Unset) else _spec_json(spec),
+            "action": action if isinstance(action, Unset) else _action_json(action),
+            "overlap_policy": overlap_policy,
+            "jitter_seconds": jitter_seconds,
+            "max_runs": max_runs,
+            "connection": connection,
+            "queue": queue,
+            "labels": labels if isinstance(labels, Unset) else dict(labels),
+            "memo": memo if isinstance(memo, Unset) else dict(memo),
+            "search_attributes": search_attributes if isinstance(search_attributes, Unset) else dict(search_attributes),
+            "note": note,
+        }
+        body = {k: v for k, v in fields.items() if not isinstance(v, Unset)}
+        return Schedule.from_json(await self._request("PATCH", _path("schedules", schedule_id), body=body))
+
+    async def pause_schedule(self, schedule_id: str, *, reason: str | None = None) -> Schedule:
+        body = {} if reason is None else {"reason": reason}
+        return Schedule.from_json(await self._request("POST", _path("schedules", schedule_id, "pause"), body=body))
+
+    async def resume_schedule(self, schedule_id: str) -> Schedule:
+        return Schedule.from_json(await self._request("POST", _path("schedules", schedule_id, "resume")))
+
+    async def trigger_schedule(self, schedule_id: str, *, overlap_policy: str | None = None) -> TriggerResult:
+        """Fires now, applying the schedule's overlap policy (or this override)."""
+        body = {} if overlap_policy is None else {"overlap_policy": overlap_policy}
+        return TriggerResult.from_json(await self._request("POST", _path("schedules", schedule_id, "trigger"), body=body))
+
+    async def backfill_schedule(
+        self,
+        schedule_id: str,
+        *,
+        start: datetime,
+        end: datetime,
+        overlap_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> BackfillReport:
+        """Starts every canonical occurrence in [start, end), in order; with
+        ``dry_run`` only lists them (outcome ``planned``). Times must be aware."""
+        body: JSON = {"from": format_time(start), "to": format_time(end), "dry_run": dry_run}
+        if overlap_policy is not None:
+            body["overlap_policy"] = overlap_policy
+        return BackfillReport.from_json(await self._request("POST", _path("schedules", schedule_id, "backfill"), body=body))
+
+    async def delete_schedule(self, schedule_id: str) -> Schedule:
+        """Soft-deletes (idempotent); the audit stream stays readable."""
+        return Schedule.from_json(await self._request("DELETE", _path("schedules", schedule_id)))
+
+    # Audit stream
+
+    async def get_schedule_history(
+        self, schedule_id: str, *, limit: int | None = None, after_sequence: int | None = None
+    ) -> ScheduleHistoryPage:
+        """One page of the audit stream, ascending by sequence. The server
+        clamps ``limit`` to 1..500 (default 100); ``after_sequence`` is the
+        previous page's ``next_cursor``."""
+        params = {"limit": limit, "after_sequence": after_sequence}
+        return ScheduleHistoryPage.from_json(
+            await self._request("GET", _path("schedules", schedule_id, "history"), params=params)
+        )
+
+    async def iter_schedule_history(
+        self, schedule_id: str, *, limit: int | None = None, after_sequence: int | None = None
+    ) -> AsyncIterator[ScheduleHistoryEvent]:
+        """Every event after ``after_sequence`` (default: from the start),
+        fetched page by page of ``limit`` events."""
+        cursor = after_sequence
+        while True:
+            page = await self.get_schedule_history(schedule_id, limit=limit, after_sequence=cursor)
+            for event in page.events:
+                yield event
+            if not page.has_more or page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # Runs
+
+    async def list_runs_page(
+        self,
+        *,
+        schedule_id: str | None = None,
+        status: str | Sequence[str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """One page of runs, newest first; ``limit`` is 1..200 (default 50)."""
+        params = {"schedule_id": schedule_id, "status": _statuses(status), "limit": limit, "cursor": cursor}
+        return RunPage.from_json(await self._request("GET", "runs", params=params))
+
+    async def list_runs(
+        self,
+        *,
+        schedule_id: str | None = None,
+        status: str | Sequence[str] | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[Run]:
+        """Every matching run, newest first, fetched page by page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_runs_page(schedule_id=schedule_id, status=status, limit=page_size, cursor=cursor)
+            for run in page.runs:
+                yield run
+            if not page.has_more or page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def get_run(self, run_id: str) -> RunDetail:
+        """A run with its history."""
+        return RunDetail.from_json(await self._request("GET", _path("runs", run_id)))
+
+    async def cancel_run(self, run_id: str, *, reason: str | None = None) -> Run:
+        """Requests graceful cancellation (the worker sees it on its next heartbeat)."""
+        body = {} if reason is None else {"reason": reason}
+        return Run.from_json(await self._request("POST", _path("runs", run_id, "cancel"), body=body))
+
+    async def terminate_run(self, run_id: str, *, reason: str | None = None) -> Run:
+        """Stops a run at once."""
+        body = {} if reason is None else {"reason": reason}
+        return Run.from_json(await self._request("POST", _path("runs", run_id, "terminate"), body=body))
+
+
+class ScheduleHandle:
+    """One schedule of a :class:`Client`; every method is one API call."""
+
+    def __init__(self, client: Client, schedule_id: str) -> None:
+        self.client = client
+        self.schedule_id = schedule_id
+
+    def __repr__(self) -> str:
+        return f"ScheduleHandle({self.schedule_id!r})"
+
+    async def describe(self) -> Schedule:
+        return await self.client.describe_schedule(self.schedule_id)
+
+    async def update(self, /, **fields: Any) -> Schedule:
+        """Same keyword arguments as :meth:`Client.update_schedule`."""
+        return await self.client.update_schedule(self.schedule_id, **fields)
+
+    async def pause(self, *, reason: str | None = None) -> Schedule:
+        return await self.client.pause_schedule(self.schedule_id, reason=reason)
+
+    async def resume(self) -> Schedule:
+        return await self.client.resume_schedule(self.schedule_id)
+
+    async def trigger(self, *, overlap_policy: str | None = None) -> TriggerResult:
+        return await self.client.trigger_schedule(self.schedule_id, overlap_policy=overlap_policy)
+
+    async def backfill(
+        self, *, start: datetime, end: datetime, overlap_policy: str | None = None, dry_run: bool = False
+    ) -> BackfillReport:
+        return await self.client.backfill_schedule(
+            self.schedule_id, start=start, end=end, overlap_policy=overlap_policy, dry_run=dry_run
+        )
+
+    async def delete(self) -> Schedule:
+        return await self.client.delete_schedule(self.schedule_id)
+
+    async def history(self, *, limit: int | None = None, after_sequence: int | None = None) -> ScheduleHistoryPage:
+        return await self.client.get_schedule_history(self.schedule_id, limit=limit, after_sequence=after_sequence)
+
+    def iter_history(
+        self, *, limit: int | None = None, after_sequence: int | None = None
+    ) -> AsyncIterator[ScheduleHistoryEvent]:
+        return self.client.iter_schedule_history(self.schedule_id, limit=limit, after_sequence=after_sequence)
+
+    def runs(self, *, status: str | Sequence[str] | None = None, page_size: int | None = None) -> AsyncIterator[Run]:
+        return self.client.list_runs(schedule_id=self.schedule_id, status=status, page_size=page_size)

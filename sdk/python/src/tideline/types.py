@@ -1,0 +1,435 @@
+"""Typed, immutable views of the API's JSON objects (apijson/apijson.go).
+
+Every `from_json` reads the keys it knows and ignores the rest, so a newer
+server that adds fields does not break an older client. Times arrive as
+RFC 3339 UTC strings and become aware `datetime`s in UTC.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+JSON = dict[str, Any]
+
+
+def parse_time(raw: str) -> datetime:
+    """Parses an RFC 3339 instant into an aware UTC datetime."""
+    value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"time {raw!r} has no UTC offset")
+    return value.astimezone(timezone.utc)
+
+
+def parse_optional_time(raw: str | None) -> datetime | None:
+    return None if raw is None else parse_time(raw)
+
+
+def format_time(value: datetime) -> str:
+    """Renders an aware datetime as RFC 3339 UTC; naive ones are refused
+    rather than guessed."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("datetime must be timezone-aware (e.g. datetime(..., tzinfo=timezone.utc))")
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _strings(raw: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return {str(k): str(v) for k, v in (raw or {}).items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A fixed-length repetition: ISO-8601 durations, e.g. every="PT1H", offset="PT5M"."""
+
+    every: str
+    offset: str | None = None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Interval:
+        return cls(every=d["every"], offset=d.get("offset") or None)
+
+    def to_json(self) -> JSON:
+        out: JSON = {"every": self.every}
+        if self.offset:
+            out["offset"] = self.offset
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """When a schedule fires: the earliest of its cron expressions and intervals."""
+
+    cron_expressions: tuple[str, ...] = ()
+    intervals: tuple[Interval, ...] = ()
+    timezone: str = "UTC"
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Spec:
+        return cls(
+            cron_expressions=tuple(d.get("cron_expressions") or ()),
+            intervals=tuple(Interval.from_json(i) for i in d.get("intervals") or ()),
+            timezone=d.get("timezone") or "UTC",
+        )
+
+    def to_json(self) -> JSON:
+        return {
+            "cron_expressions": list(self.cron_expressions),
+            "intervals": [i.to_json() for i in self.intervals],
+            "timezone": self.timezone,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What a fire starts. `input` is any JSON value handed to the workflow."""
+
+    workflow_type: str
+    workflow_class: str = ""
+    input: Any = None
+    execution_timeout_seconds: int | None = None
+    run_timeout_seconds: int | None = None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Action:
+        return cls(
+            workflow_type=d["workflow_type"],
+            workflow_class=d.get("workflow_class") or "",
+            input=d.get("input"),
+            execution_timeout_seconds=d.get("execution_timeout_seconds"),
+            run_timeout_seconds=d.get("run_timeout_seconds"),
+        )
+
+    def to_json(self) -> JSON:
+        out: JSON = {
+            "workflow_type": self.workflow_type,
+            "execution_timeout_seconds": self.execution_timeout_seconds,
+            "run_timeout_seconds": self.run_timeout_seconds,
+        }
+        if self.workflow_class:
+            out["workflow_class"] = self.workflow_class
+        if self.input is not None:
+            out["input"] = self.input
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class BufferedAction:
+    instance_id: str
+    occurrence_time: datetime
+    kind: str
+    buffered_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JSON) -> BufferedAction:
+        return cls(d["instance_id"], parse_time(d["occurrence_time"]), d["kind"], parse_time(d["buffered_at"]))
+
+
+@dataclass(frozen=True, slots=True)
+class RecentAction:
+    instance_id: str
+    run_id: str
+    outcome: str
+    fired_at: datetime
+    occurrence_time: datetime
+    fire_lag_ms: int
+    reason: str
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RecentAction:
+        return cls(
+            instance_id=d["instance_id"],
+            run_id=d["run_id"],
+            outcome=d["outcome"],
+            fired_at=parse_time(d["fired_at"]),
+            occurrence_time=parse_time(d["occurrence_time"]),
+            fire_lag_ms=d.get("fire_lag_ms", 0),
+            reason=d.get("reason") or "",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A schedule as describe, create, update and list answer it (SPEC §2).
+
+    `future_fire_times` and `spec_description` are only filled by describe,
+    create and update; list rows and pause/resume/delete answers leave them
+    empty.
+    """
+
+    id: str
+    schedule_id: str
+    namespace: str
+    status: str
+    spec: Spec
+    action: Action
+    overlap_policy: str
+    jitter_seconds: int
+    max_runs: int | None
+    remaining_actions: int | None
+    connection: str | None
+    queue: str | None
+    labels: Mapping[str, str]
+    memo: Mapping[str, str]
+    search_attributes: Mapping[str, str]
+    note: str
+    fires_count: int
+    failures_count: int
+    skipped_trigger_count: int
+    last_skip_reason: str | None
+    last_skipped_at: datetime | None
+    next_fire_at: datetime | None
+    next_nominal_at: datetime | None
+    last_fired_at: datetime | None
+    latest_instance_id: str | None
+    latest_run_id: str | None
+    buffered_actions: tuple[BufferedAction, ...]
+    recent_actions: tuple[RecentAction, ...]
+    paused_at: datetime | None
+    deleted_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    future_fire_times: tuple[datetime, ...] = ()
+    spec_description: str | None = None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Schedule:
+        return cls(
+            id=d["id"],
+            schedule_id=d["schedule_id"],
+            namespace=d["namespace"],
+            status=d["status"],
+            spec=Spec.from_json(d["spec"]),
+            action=Action.from_json(d["action"]),
+            overlap_policy=d["overlap_policy"],
+            jitter_seconds=d.get("jitter_seconds", 0),
+            max_runs=d.get("max_runs"),
+            remaining_actions=d.get("remaining_actions"),
+            connection=d.get("connection"),
+            queue=d.get("queue"),
+            labels=_strings(d.get("labels")),
+            memo=_strings(d.get("memo")),
+            search_attributes=_strings(d.get("search_attributes")),
+            note=d.get("note") or "",
+            fires_count=d.get("fires_count", 0),
+            failures_count=d.get("failures_count", 0),
+            skipped_trigger_count=d.get("skipped_trigger_count", 0),
+            last_skip_reason=d.get("last_skip_reason"),
+            last_skipped_at=parse_optional_time(d.get("last_skipped_at")),
+            next_fire_at=parse_optional_time(d.get("next_fire_at")),
+            next_nominal_at=parse_optional_time(d.get("next_nominal_at")),
+            last_fired_at=parse_optional_time(d.get("last_fired_at")),
+            latest_instance_id=d.get("latest_instance_id"),
+            latest_run_id=d.get("latest_run_id"),
+            buffered_actions=tuple(BufferedAction.from_json(b) for b in d.get("buffered_actions") or ()),
+            recent_actions=tuple(RecentAction.from_json(a) for a in d.get("recent_actions") or ()),
+            paused_at=parse_optional_time(d.get("paused_at")),
+            deleted_at=parse_optional_time(d.get("deleted_at")),
+            created_at=parse_time(d["created_at"]),
+            updated_at=parse_time(d["updated_at"]),
+            future_fire_times=tuple(parse_time(t) for t in d.get("future_fire_times") or ()),
+            spec_description=d.get("spec_description"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulePage:
+    schedules: tuple[Schedule, ...]
+    next_cursor: str | None
+    has_more: bool
+
+    @classmethod
+    def from_json(cls, d: JSON) -> SchedulePage:
+        return cls(tuple(Schedule.from_json(s) for s in d["schedules"]), d.get("next_cursor"), bool(d["has_more"]))
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleHistoryEvent:
+    """One entry of a schedule's audit stream (SPEC §6); `sequence` is 1, 2, 3… without gaps."""
+
+    id: str
+    sequence: int
+    event_type: str
+    payload: Mapping[str, Any]
+    workflow_instance_id: str | None
+    workflow_run_id: str | None
+    recorded_at: datetime
+
+    @property
+    def command_context(self) -> Mapping[str, Any] | None:
+        """Who caused the event ({source, actor, request_id, reason}), when recorded."""
+        value = self.payload.get("command_context")
+        return value if isinstance(value, Mapping) else None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> ScheduleHistoryEvent:
+        return cls(
+            id=d["id"],
+            sequence=d["sequence"],
+            event_type=d["event_type"],
+            payload=d.get("payload") or {},
+            workflow_instance_id=d.get("workflow_instance_id"),
+            workflow_run_id=d.get("workflow_run_id"),
+            recorded_at=parse_time(d["recorded_at"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleHistoryPage:
+    """One page of an audit stream; pass `next_cursor` as `after_sequence` for the next."""
+
+    schedule_id: str
+    namespace: str
+    events: tuple[ScheduleHistoryEvent, ...]
+    next_cursor: int | None
+    has_more: bool
+
+    @classmethod
+    def from_json(cls, d: JSON) -> ScheduleHistoryPage:
+        return cls(
+            schedule_id=d["schedule_id"],
+            namespace=d["namespace"],
+            events=tuple(ScheduleHistoryEvent.from_json(e) for e in d["events"]),
+            next_cursor=d.get("next_cursor"),
+            has_more=bool(d["has_more"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerResult:
+    """The answer to a manual trigger: outcome triggered, buffered or skipped."""
+
+    outcome: str
+    instance_id: str | None
+    run_id: str | None
+    reason: str | None
+    buffer_depth: int
+
+    @classmethod
+    def from_json(cls, d: JSON) -> TriggerResult:
+        return cls(d["outcome"], d.get("instance_id"), d.get("run_id"), d.get("reason"), d.get("buffer_depth", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillOccurrence:
+    """One occurrence of a backfill: outcome started, buffered, skipped, failed, or planned (dry run)."""
+
+    occurrence_time: datetime
+    instance_id: str | None
+    run_id: str | None
+    outcome: str
+    reason: str | None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> BackfillOccurrence:
+        return cls(parse_time(d["occurrence_time"]), d.get("instance_id"), d.get("run_id"), d["outcome"], d.get("reason"))
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillReport:
+    """outcome is completed, dry_run or max_runs_exhausted; `occurrences` counts [start, end)."""
+
+    outcome: str
+    occurrences: int
+    results: tuple[BackfillOccurrence, ...]
+
+    @classmethod
+    def from_json(cls, d: JSON) -> BackfillReport:
+        return cls(d["outcome"], d["occurrences"], tuple(BackfillOccurrence.from_json(r) for r in d["results"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One execution of a workflow (SPEC §7)."""
+
+    run_id: str
+    instance_id: str
+    namespace: str
+    schedule_id: str | None
+    workflow_type: str
+    workflow_class: str
+    status: str
+    trigger: str
+    connection: str
+    queue: str
+    attempt: int
+    input: Any
+    output: Any
+    occurrence_time: datetime | None
+    worker_id: str | None
+    lease_expires_at: datetime | None
+    run_deadline_at: datetime | None
+    execution_deadline_at: datetime | None
+    cancel_requested: bool
+    failure_message: str | None
+    failure_type: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Run:
+        return cls(
+            run_id=d["run_id"],
+            instance_id=d["instance_id"],
+            namespace=d["namespace"],
+            schedule_id=d.get("schedule_id"),
+            workflow_type=d["workflow_type"],
+            workflow_class=d.get("workflow_class") or "",
+            status=d["status"],
+            trigger=d.get("trigger") or "",
+            connection=d.get("connection") or "",
+            queue=d.get("queue") or "",
+            attempt=d.get("attempt", 0),
+            input=d.get("input"),
+            output=d.get("output"),
+            occurrence_time=parse_optional_time(d.get("occurrence_time")),
+            worker_id=d.get("worker_id"),
+            lease_expires_at=parse_optional_time(d.get("lease_expires_at")),
+            run_deadline_at=parse_optional_time(d.get("run_deadline_at")),
+            execution_deadline_at=parse_optional_time(d.get("execution_deadline_at")),
+            cancel_requested=bool(d.get("cancel_requested")),
+            failure_message=d.get("failure_message"),
+            failure_type=d.get("failure_type"),
+            created_at=parse_time(d["created_at"]),
+            started_at=parse_optional_time(d.get("started_at")),
+            finished_at=parse_optional_time(d.get("finished_at")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    runs: tuple[Run, ...]
+    next_cursor: str | None
+    has_more: bool
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RunPage:
+        return cls(tuple(Run.from_json(r) for r in d["runs"]), d.get("next_cursor"), bool(d["has_more"]))
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """One entry of a run's own history (e.g. ScheduleTriggered provenance)."""
+
+    sequence: int
+    event_type: str
+    payload: Mapping[str, Any]
+    recorded_at: datetime
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RunEvent:
+        return cls(d["sequence"], d["event_type"], d.get("payload") or {}, parse_time(d["recorded_at"]))
+
+
+@dataclass(frozen=True, slots=True)
+class RunDetail:
+    """A run with its whole history, as GET /runs/{run_id} answers."""
+
+    run: Run
+    history: tuple[RunEvent, ...] = field(default=())
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RunDetail:
+        return cls(Run.from_json(d), tuple(RunEvent.from_json(e) for e in d.get("history") or ()))
