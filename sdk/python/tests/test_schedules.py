@@ -145,10 +145,16 @@ async def test_backfill_dry_run_starts_nothing(client: tideline.Client) -> None:
     assert {r.trigger for r in runs} == {"backfilled"}
 
 
-@pytest.mark.xfail(reason="server deviates from SPEC §4: a paused schedule still shows next_fire_at, "
-                   "and the pause reason overwrites note (scheduling/service.go pauseLocked)")
 async def test_pause_hides_next_fire_and_keeps_note(client: tideline.Client) -> None:
     await client.create_schedule("p", cron="@daily", action=ACTION, note="written by the owner")
-    paused = await client.pause_schedule("p", reason="maintenance")
+    until = datetime.now(timezone.utc) + timedelta(hours=2)
+    paused = await client.pause_schedule("p", reason="maintenance", until=until)
     assert paused.next_fire_at is None
     assert paused.note == "written by the owner"
+    assert paused.pause_reason == "maintenance"
+    assert paused.paused_by is not None
+    assert paused.paused_until is not None and abs((paused.paused_until - until).total_seconds()) < 1e-3
+    resumed = await client.resume_schedule("p")
+    assert resumed.note == "written by the owner"
+    assert resumed.pause_reason is None and resumed.paused_until is None
+    assert resumed.next_fire_at is not None

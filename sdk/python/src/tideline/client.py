@@ -251,8 +251,16 @@ class Client:
         body = {k: v for k, v in fields.items() if not isinstance(v, Unset)}
         return Schedule.from_json(await self._request("PATCH", _path("schedules", schedule_id), body=body))
 
-    async def pause_schedule(self, schedule_id: str, *, reason: str | None = None) -> Schedule:
-        body = {} if reason is None else {"reason": reason}
+    async def pause_schedule(
+        self, schedule_id: str, *, reason: str | None = None, until: datetime | None = None
+    ) -> Schedule:
+        """Pauses an active schedule; ``until`` (aware, in the future) ends the
+        pause by itself. The reason is kept as ``pause_reason``, never as the note."""
+        body: JSON = {}
+        if reason is not None:
+            body["reason"] = reason
+        if until is not None:
+            body["paused_until"] = format_time(until)
         return Schedule.from_json(await self._request("POST", _path("schedules", schedule_id, "pause"), body=body))
 
     async def resume_schedule(self, schedule_id: str) -> Schedule:
@@ -373,8 +381,8 @@ class ScheduleHandle:
         """Same keyword arguments as :meth:`Client.update_schedule`."""
         return await self.client.update_schedule(self.schedule_id, **fields)
 
-    async def pause(self, *, reason: str | None = None) -> Schedule:
-        return await self.client.pause_schedule(self.schedule_id, reason=reason)
+    async def pause(self, *, reason: str | None = None, until: datetime | None = None) -> Schedule:
+        return await self.client.pause_schedule(self.schedule_id, reason=reason, until=until)
 
     async def resume(self) -> Schedule:
         return await self.client.resume_schedule(self.schedule_id)

@@ -187,6 +187,9 @@ class Schedule:
     buffered_actions: tuple[BufferedAction, ...]
     recent_actions: tuple[RecentAction, ...]
     paused_at: datetime | None
+    pause_reason: str | None
+    paused_by: str | None
+    paused_until: datetime | None
     deleted_at: datetime | None
     created_at: datetime
     updated_at: datetime
@@ -228,6 +231,9 @@ class Schedule:
             deleted_at=parse_optional_time(d.get("deleted_at")),
             created_at=parse_time(d["created_at"]),
             updated_at=parse_time(d["updated_at"]),
+            pause_reason=d.get("pause_reason"),
+            paused_by=d.get("paused_by"),
+            paused_until=parse_optional_time(d.get("paused_until")),
             future_fire_times=tuple(parse_time(t) for t in d.get("future_fire_times") or ()),
             spec_description=d.get("spec_description"),
         )
