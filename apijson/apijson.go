@@ -47,6 +47,30 @@ type RecentAction struct {
 	Reason         string `json:"reason"`
 }
 
+// LastRun is the schedule's last finished run (SPEC §10).
+type LastRun struct {
+	RunID        string  `json:"run_id"`
+	Status       string  `json:"status"`
+	FinishedAt   *Time   `json:"finished_at"`
+	ErrorMessage *string `json:"error_message"`
+}
+
+// RecentRun is one of the schedule's last 10 runs, newest first; duration_ms
+// is null until it finishes (from its first start to its end).
+type RecentRun struct {
+	RunID          string `json:"run_id"`
+	Status         string `json:"status"`
+	OccurrenceTime *Time  `json:"occurrence_time"`
+	DurationMs     *int64 `json:"duration_ms"`
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // Schedule is the describe object of SPEC §2.
 type Schedule struct {
 	ID                  string            `json:"id"`
@@ -66,7 +90,12 @@ type Schedule struct {
 	SearchAttributes    map[string]string `json:"search_attributes"`
 	Note                string            `json:"note"`
 	FiresCount          int64             `json:"fires_count"`
+	PauseAfterFailures  *int              `json:"pause_after_failures"`
+	LastRun             *LastRun          `json:"last_run"`
+	ConsecutiveFailures int64             `json:"consecutive_failures"`
 	FailuresCount       int64             `json:"failures_count"`
+	StartFailuresCount  int64             `json:"start_failures_count"`
+	RecentRuns          []RecentRun       `json:"recent_runs"`
 	SkippedTriggerCount int64             `json:"skipped_trigger_count"`
 	LastSkipReason      *string           `json:"last_skip_reason"`
 	LastSkippedAt       *Time             `json:"last_skipped_at"`
@@ -94,7 +123,9 @@ func FromSchedule(s *models.Schedule) Schedule {
 		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Spec: s.Spec, Action: s.Action,
 		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
 		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
-		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.FailuresCount, SkippedTriggerCount: s.SkippedTriggerCount,
+		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
+		PauseAfterFailures: s.PauseAfterFailures, ConsecutiveFailures: s.Health.ConsecutiveFailures,
+		FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
 		LatestRunID: s.LatestRunID, PausedAt: AtPtr(s.PausedAt), PauseReason: s.PauseReason, PausedBy: s.PausedBy,
@@ -104,6 +135,17 @@ func FromSchedule(s *models.Schedule) Schedule {
 	}
 	for _, b := range s.BufferedActions {
 		out.BufferedActions = append(out.BufferedActions, BufferedAction{InstanceID: b.InstanceID, OccurrenceTime: At(b.OccurrenceTime), Kind: b.Kind, BufferedAt: At(b.BufferedAt)})
+	}
+	if h := s.Health; h.LastRunID != nil {
+		out.LastRun = &LastRun{RunID: *h.LastRunID, Status: deref(h.LastRunStatus), FinishedAt: AtPtr(h.LastRunFinishedAt), ErrorMessage: h.LastRunError}
+	}
+	for _, r := range s.RecentRuns {
+		rr := RecentRun{RunID: r.RunID, Status: r.Status, OccurrenceTime: AtPtr(r.OccurrenceTime)}
+		if r.StartedAt != nil && r.FinishedAt != nil {
+			ms := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
+			rr.DurationMs = &ms
+		}
+		out.RecentRuns = append(out.RecentRuns, rr)
 	}
 	for _, a := range s.RecentActions {
 		out.RecentActions = append(out.RecentActions, RecentAction{InstanceID: a.InstanceID, RunID: a.RunID, Outcome: a.Outcome,
@@ -157,30 +199,32 @@ func FromEvent(e models.ScheduleEvent) Event {
 }
 
 type Run struct {
-	RunID               string          `json:"run_id"`
-	InstanceID          string          `json:"instance_id"`
-	Namespace           string          `json:"namespace"`
-	ScheduleID          *string         `json:"schedule_id"`
-	WorkflowType        string          `json:"workflow_type"`
-	WorkflowClass       string          `json:"workflow_class"`
-	Status              string          `json:"status"`
-	Trigger             string          `json:"trigger"`
-	Connection          string          `json:"connection"`
-	Queue               string          `json:"queue"`
-	Attempt             int             `json:"attempt"`
-	Input               json.RawMessage `json:"input"`
-	Output              json.RawMessage `json:"output"`
-	OccurrenceTime      *Time           `json:"occurrence_time"`
-	WorkerID            *string         `json:"worker_id"`
-	LeaseExpiresAt      *Time           `json:"lease_expires_at"`
-	RunDeadlineAt       *Time           `json:"run_deadline_at"`
-	ExecutionDeadlineAt *Time           `json:"execution_deadline_at"`
-	CancelRequested     bool            `json:"cancel_requested"`
-	FailureMessage      *string         `json:"failure_message"`
-	FailureType         *string         `json:"failure_type"`
-	CreatedAt           Time            `json:"created_at"`
-	StartedAt           *Time           `json:"started_at"`
-	FinishedAt          *Time           `json:"finished_at"`
+	RunID               string              `json:"run_id"`
+	InstanceID          string              `json:"instance_id"`
+	Namespace           string              `json:"namespace"`
+	ScheduleID          *string             `json:"schedule_id"`
+	WorkflowType        string              `json:"workflow_type"`
+	WorkflowClass       string              `json:"workflow_class"`
+	Status              string              `json:"status"`
+	Trigger             string              `json:"trigger"`
+	Connection          string              `json:"connection"`
+	Queue               string              `json:"queue"`
+	Attempt             int                 `json:"attempt"`
+	Input               json.RawMessage     `json:"input"`
+	Output              json.RawMessage     `json:"output"`
+	OccurrenceTime      *Time               `json:"occurrence_time"`
+	WorkerID            *string             `json:"worker_id"`
+	LeaseExpiresAt      *Time               `json:"lease_expires_at"`
+	RunDeadlineAt       *Time               `json:"run_deadline_at"`
+	ExecutionDeadlineAt *Time               `json:"execution_deadline_at"`
+	CancelRequested     bool                `json:"cancel_requested"`
+	FailureMessage      *string             `json:"failure_message"`
+	FailureType         *string             `json:"failure_type"`
+	AvailableAt         *Time               `json:"available_at"` // a pending run waiting to retry: not before this
+	RetryPolicy         *models.RetryPolicy `json:"retry_policy"`
+	CreatedAt           Time                `json:"created_at"`
+	StartedAt           *Time               `json:"started_at"`
+	FinishedAt          *Time               `json:"finished_at"`
 }
 
 // RawOrNull renders an absent JSON document as null.
@@ -200,6 +244,7 @@ func FromRun(r *models.Run) Run {
 		OccurrenceTime: AtPtr(r.OccurrenceTime), WorkerID: r.WorkerID, LeaseExpiresAt: AtPtr(r.LeaseExpiresAt),
 		RunDeadlineAt: AtPtr(r.RunDeadlineAt), ExecutionDeadlineAt: AtPtr(r.ExecutionDeadlineAt),
 		CancelRequested: r.CancelRequestedAt != nil, FailureMessage: r.FailureMessage, FailureType: r.FailureType,
+		AvailableAt: AtPtr(r.AvailableAt), RetryPolicy: r.RetryPolicy,
 		CreatedAt: At(r.CreatedAt), StartedAt: AtPtr(r.StartedAt), FinishedAt: AtPtr(r.FinishedAt),
 	}
 }
@@ -319,6 +364,33 @@ func FromRunPage(p *scheduling.RunPage) RunPage {
 	out := RunPage{Runs: make([]Run, 0, len(p.Runs)), NextCursor: NilIfEmpty(p.NextCursor), HasMore: p.HasMore}
 	for i := range p.Runs {
 		out.Runs = append(out.Runs, FromRun(&p.Runs[i]))
+	}
+	return out
+}
+
+// Attempt is one execution of a run (GET /runs/{id}).
+type Attempt struct {
+	Attempt    int    `json:"attempt"`
+	WorkerID   string `json:"worker_id"`
+	StartedAt  Time   `json:"started_at"`
+	EndedAt    *Time  `json:"ended_at"`
+	DurationMs *int64 `json:"duration_ms"`
+	Outcome    string `json:"outcome"`
+	ErrorType  string `json:"error_type,omitempty"`
+	Message    string `json:"message,omitempty"`
+}
+
+// FromAttempts renders a run's attempts.
+func FromAttempts(list []scheduling.Attempt) []Attempt {
+	out := make([]Attempt, 0, len(list))
+	for _, a := range list {
+		item := Attempt{Attempt: a.Number, WorkerID: a.WorkerID, StartedAt: At(a.StartedAt), EndedAt: AtPtr(a.EndedAt),
+			Outcome: a.Outcome, ErrorType: a.ErrorType, Message: a.Message}
+		if a.EndedAt != nil {
+			ms := a.EndedAt.Sub(a.StartedAt).Milliseconds()
+			item.DurationMs = &ms
+		}
+		out = append(out, item)
 	}
 	return out
 }

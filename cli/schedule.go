@@ -280,7 +280,20 @@ func printDescription(e env, d *scheduling.Description) error {
 		t.row("Input:", clean(canonicalJSON(s.Action.Input)))
 	}
 	t.row("Note:", orDash(clean(s.Note)))
-	t.row("Fires:", fmt.Sprintf("%d (%d failed, %d skipped)", s.FiresCount, s.FailuresCount, s.SkippedTriggerCount))
+	t.row("Fires:", fmt.Sprintf("%d (%d failed, %d skipped)", s.FiresCount, s.StartFailuresCount, s.SkippedTriggerCount))
+	if h := s.Health; h.FailuresCount > 0 {
+		t.row("Failed runs:", fmt.Sprintf("%d (%d in a row)", h.FailuresCount, h.ConsecutiveFailures))
+	}
+	if h := s.Health; h.LastRunID != nil {
+		last := *h.LastRunID + " " + strOrDash(h.LastRunStatus) + " at " + timeOrDash(h.LastRunFinishedAt)
+		if h.LastRunError != nil {
+			last += ": " + clean(*h.LastRunError)
+		}
+		t.row("Last run:", last)
+	}
+	if s.PauseAfterFailures != nil {
+		t.row("Pause after:", fmt.Sprintf("%d consecutive failures", *s.PauseAfterFailures))
+	}
 	if s.LastSkipReason != nil {
 		t.row("Last skip:", *s.LastSkipReason+" at "+timeOrDash(s.LastSkippedAt))
 	}

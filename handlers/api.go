@@ -39,20 +39,21 @@ func commandContext(c echo.Context, source, reason string) *scheduling.CommandCo
 func (h *API) ns(c echo.Context) (string, error) { return resolveNamespace(c, h.Namespace) }
 
 type createRequest struct {
-	ScheduleID       string            `json:"schedule_id"`
-	Spec             *models.Spec      `json:"spec"`
-	Cron             string            `json:"cron"` // shorthand for spec.cron_expressions: [cron]
-	Action           models.Action     `json:"action"`
-	OverlapPolicy    string            `json:"overlap_policy"`
-	JitterSeconds    int               `json:"jitter_seconds"`
-	MaxRuns          *int64            `json:"max_runs"`
-	Connection       *string           `json:"connection"`
-	Queue            *string           `json:"queue"`
-	Labels           map[string]string `json:"labels"`
-	Memo             map[string]string `json:"memo"`
-	SearchAttributes map[string]string `json:"search_attributes"`
-	Note             string            `json:"note"`
-	Paused           bool              `json:"paused"`
+	ScheduleID         string            `json:"schedule_id"`
+	Spec               *models.Spec      `json:"spec"`
+	Cron               string            `json:"cron"` // shorthand for spec.cron_expressions: [cron]
+	Action             models.Action     `json:"action"`
+	OverlapPolicy      string            `json:"overlap_policy"`
+	JitterSeconds      int               `json:"jitter_seconds"`
+	MaxRuns            *int64            `json:"max_runs"`
+	Connection         *string           `json:"connection"`
+	Queue              *string           `json:"queue"`
+	Labels             map[string]string `json:"labels"`
+	Memo               map[string]string `json:"memo"`
+	SearchAttributes   map[string]string `json:"search_attributes"`
+	Note               string            `json:"note"`
+	Paused             bool              `json:"paused"`
+	PauseAfterFailures *int              `json:"pause_after_failures"`
 }
 
 // CreateSchedule answers POST /schedules with 201 and the describe object.
@@ -76,6 +77,7 @@ func (h *API) CreateSchedule(c echo.Context) error {
 		Namespace: ns, ScheduleID: req.ScheduleID, Spec: spec, Action: req.Action, OverlapPolicy: req.OverlapPolicy,
 		JitterSeconds: req.JitterSeconds, MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
 		Labels: req.Labels, Memo: req.Memo, SearchAttributes: req.SearchAttributes, Note: req.Note, Paused: req.Paused,
+		PauseAfterFailures: req.PauseAfterFailures,
 	}, commandContext(c, "api", ""))
 	if err != nil {
 		return err
@@ -157,7 +159,7 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 // and an explicit null differ (null clears max_runs, connection, queue).
 func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error) {
 	var in scheduling.UpdateInput
-	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true}
+	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true, "pause_after_failures": true}
 	for key, value := range raw {
 		if string(value) == "null" && !nullable[key] {
 			if _, known := updateFields[key]; known {
@@ -183,6 +185,9 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 		case "queue":
 			in.Queue.Set = true
 			err = strictUnmarshal(value, &in.Queue.Value)
+		case "pause_after_failures":
+			in.PauseAfterFailures.Set = true
+			err = strictUnmarshal(value, &in.PauseAfterFailures.Value)
 		case "labels":
 			err = strictUnmarshal(value, &in.Labels)
 		case "memo":
@@ -203,7 +208,7 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 
 // updateFields are the fields PATCH accepts.
 var updateFields = map[string]struct{}{"spec": {}, "action": {}, "overlap_policy": {}, "jitter_seconds": {}, "max_runs": {},
-	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}}
+	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}, "pause_after_failures": {}}
 
 func strictUnmarshal(data []byte, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
@@ -375,8 +380,9 @@ func (h *API) GetRun(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, struct {
 		apijson.Run
-		History []apijson.RunEvent `json:"history"`
-	}{apijson.FromRun(d.Run), apijson.FromRunEvents(d.Events)})
+		Attempts []apijson.Attempt  `json:"attempts"`
+		History  []apijson.RunEvent `json:"history"`
+	}{apijson.FromRun(d.Run), apijson.FromAttempts(d.Attempts), apijson.FromRunEvents(d.Events)})
 }
 
 // CancelRun answers POST /runs/{run_id}/cancel.

@@ -380,7 +380,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		MaxRuns: int64Text(s.MaxRuns), RemainingActions: int64Text(s.RemainingActions),
 		Connection: deref(s.Connection), Queue: deref(s.Queue),
 		Labels: sortedPairs(s.Labels), Memo: sortedPairs(s.Memo), SearchAttributes: sortedPairs(s.SearchAttributes),
-		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.FailuresCount, SkippedCount: s.SkippedTriggerCount,
+		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.Health.FailuresCount, SkippedCount: s.SkippedTriggerCount,
 		LastSkipReason: deref(s.LastSkipReason), LastSkippedAt: momentPtr(s.LastSkippedAt, loc, r.now),
 		NextFire:    momentPtr(s.NextFireAt, loc, r.now),
 		Overdue:     s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),

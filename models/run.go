@@ -66,11 +66,15 @@ type Run struct {
 	CancelRequestedAt   *time.Time      `bun:"cancel_requested_at"`
 	FailureMessage      *string         `bun:"failure_message"`
 	FailureType         *string         `bun:"failure_type"`
-	LastSequence        int64           `bun:"last_sequence,notnull"`
-	CreatedAt           time.Time       `bun:"created_at,notnull"`
-	StartedAt           *time.Time      `bun:"started_at"`
-	FinishedAt          *time.Time      `bun:"finished_at"`
-	UpdatedAt           time.Time       `bun:"updated_at,notnull"`
+	// AvailableAt holds a pending run back until its next attempt is due.
+	AvailableAt       *time.Time   `bun:"available_at"`
+	RetryPolicy       *RetryPolicy `bun:"retry_policy,type:jsonb"`
+	RunTimeoutSeconds *int64       `bun:"run_timeout_seconds"`
+	LastSequence      int64        `bun:"last_sequence,notnull"`
+	CreatedAt         time.Time    `bun:"created_at,notnull"`
+	StartedAt         *time.Time   `bun:"started_at"`
+	FinishedAt        *time.Time   `bun:"finished_at"`
+	UpdatedAt         time.Time    `bun:"updated_at,notnull"`
 }
 
 // Active reports whether the run still counts for overlap policies.

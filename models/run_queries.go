@@ -167,12 +167,15 @@ func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, now, cancelBefore time.Ti
 	return out, nil
 }
 
-// ClaimPending locks up to limit pending runs of one queue, oldest first.
+// ClaimPending locks up to limit pending runs of one queue that are
+// available (a run waiting to retry is not before its available_at), oldest
+// first.
 // SKIP LOCKED hands concurrent pollers disjoint runs on PostgreSQL.
-func ClaimPending(ctx context.Context, tx bun.IDB, namespace, connection, queue string, limit int) ([]Run, error) {
+func ClaimPending(ctx context.Context, tx bun.IDB, now time.Time, namespace, connection, queue string, limit int) ([]Run, error) {
 	var out []Run
 	q := tx.NewSelect().Model(&out).
 		Where("r.namespace = ? AND r.connection = ? AND r.queue = ? AND r.status = ?", namespace, connection, queue, RunPending).
+		Where("(r.available_at IS NULL OR r.available_at <= ?)", now).
 		OrderExpr("r.id ASC").Limit(int64(limit))
 	if database.IsPostgres(tx) {
 		q = q.For("UPDATE SKIP LOCKED")

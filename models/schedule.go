@@ -41,6 +41,20 @@ type Action struct {
 	Input                   json.RawMessage `json:"input,omitempty"`
 	ExecutionTimeoutSeconds *int64          `json:"execution_timeout_seconds"`
 	RunTimeoutSeconds       *int64          `json:"run_timeout_seconds"`
+	// RetryPolicy retries failed attempts of the same run; nil runs once.
+	RetryPolicy *RetryPolicy `json:"retry_policy"`
+}
+
+// RetryPolicy says how a failed attempt is retried (SPEC §10). The fields
+// are pointers so that an absent field (default) differs from a given 0
+// (refused); the service stores the policy with every default filled in,
+// so what a client reads back is what applies.
+type RetryPolicy struct {
+	MaxAttempts            *int     `json:"max_attempts"`
+	InitialIntervalSeconds *int64   `json:"initial_interval_seconds"`
+	BackoffCoefficient     *float64 `json:"backoff_coefficient"`
+	MaxIntervalSeconds     *int64   `json:"max_interval_seconds"`
+	NonRetryableErrorTypes []string `json:"non_retryable_error_types"`
 }
 
 // BufferedAction is a fire that the overlap policy parked until the running
@@ -84,7 +98,8 @@ type Schedule struct {
 	SearchAttributes    map[string]string `bun:"search_attributes,type:jsonb,notnull"`
 	Note                string            `bun:"note,notnull"`
 	FiresCount          int64             `bun:"fires_count,notnull"`
-	FailuresCount       int64             `bun:"failures_count,notnull"`
+	StartFailuresCount  int64             `bun:"start_failures_count,notnull"` // fires that could not start
+	PauseAfterFailures  *int              `bun:"pause_after_failures"`
 	SkippedTriggerCount int64             `bun:"skipped_trigger_count,notnull"`
 	LastSkipReason      *string           `bun:"last_skip_reason"`
 	LastSkippedAt       *time.Time        `bun:"last_skipped_at"`
@@ -109,4 +124,38 @@ type Schedule struct {
 	DeletedAt    *time.Time `bun:"deleted_at"`
 	CreatedAt    time.Time  `bun:"created_at,notnull"`
 	UpdatedAt    time.Time  `bun:"updated_at,notnull"`
+
+	// Health and RecentRuns are not columns: the service reads them with
+	// the schedule (describe, list) from workflow_schedule_health and the
+	// runs table.
+	Health     ScheduleHealth `bun:"-"`
+	RecentRuns []RecentRun    `bun:"-"`
+}
+
+// ScheduleHealth is a row of workflow_schedule_health: how the schedule's
+// finished runs went. A schedule that never finished a run has none; its
+// zero value is the right answer then.
+type ScheduleHealth struct {
+	bun.BaseModel `bun:"table:workflow_schedule_health,alias:h"`
+
+	ScheduleULID        string     `bun:"schedule_ulid,pk"`
+	ConsecutiveFailures int64      `bun:"consecutive_failures,notnull"`
+	FailuresCount       int64      `bun:"failures_count,notnull"`
+	PausedAtFailures    int64      `bun:"paused_at_failures,notnull"`
+	LastRunID           *string    `bun:"last_run_id"`
+	LastRunStatus       *string    `bun:"last_run_status"`
+	LastRunFinishedAt   *time.Time `bun:"last_run_finished_at"`
+	LastRunError        *string    `bun:"last_run_error"`
+	UpdatedAt           time.Time  `bun:"updated_at,notnull"`
+}
+
+// RecentRun is one of a schedule's latest runs, for the health strip.
+type RecentRun struct {
+	ScheduleULID   string     `bun:"workflow_schedule_id"`
+	RunID          string     `bun:"id"`
+	Status         string     `bun:"status"`
+	OccurrenceTime *time.Time `bun:"occurrence_time"`
+	CreatedAt      time.Time  `bun:"created_at"`
+	StartedAt      *time.Time `bun:"started_at"`
+	FinishedAt     *time.Time `bun:"finished_at"`
 }

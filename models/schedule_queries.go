@@ -329,7 +329,7 @@ func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent
 // sequence and the next fire. A tick batch writes only these; the static
 // ones (spec, action, labels, memo…) would be most of the statement.
 var FireColumns = []string{
-	"status", "remaining_actions", "fires_count", "failures_count", "skipped_trigger_count",
+	"status", "remaining_actions", "fires_count", "start_failures_count", "skipped_trigger_count",
 	"last_skip_reason", "last_skipped_at", "next_fire_at", "next_nominal_at", "last_fired_at",
 	"latest_instance_id", "latest_run_id", "buffered_actions", "buffer_depth", "recent_actions",
 	"last_sequence", "deleted_at", "updated_at",

@@ -175,13 +175,13 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			fail("fires_count %d, ScheduleTriggered events %d, runs %d, instances %d: all four must agree",
 				s.FiresCount, len(triggered), len(rs), len(insts))
 		}
-		if s.FailuresCount != 0 || s.SkippedTriggerCount != 0 {
+		if s.StartFailuresCount != 0 || s.SkippedTriggerCount != 0 {
 			reason := ""
 			if s.LastSkipReason != nil {
 				reason = *s.LastSkipReason
 			}
 			fail("failures_count %d, skipped_trigger_count %d (last skip reason %q): want 0 and 0",
-				s.FailuresCount, s.SkippedTriggerCount, reason)
+				s.StartFailuresCount, s.SkippedTriggerCount, reason)
 		}
 		if created == nil {
 			fail("no ScheduleCreated event")

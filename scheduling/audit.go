@@ -95,6 +95,8 @@ type recorder struct {
 	ids *ids
 	now time.Time
 	cc  *CommandContext
+	// ended collects runs that fires ended (cancel_other, terminate_other).
+	ended outcomes
 }
 
 func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType string, payload map[string]any, instanceID, runID string) error {

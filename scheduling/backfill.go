@@ -175,7 +175,7 @@ const DefaultBackfillBatch = 100
 func (s *Service) backfillOne(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, t time.Time, policy string) BackfillResult {
 	instanceID := backfillInstanceID(sch.ScheduleID, t)
 	result := BackfillResult{OccurrenceTime: t, InstanceID: instanceID}
-	snapshot := cloneClaimed(*sch)
+	snapshot, mark := cloneClaimed(*sch), rec.ended.mark()
 	_, err := savepoint(ctx, tx, func() (TickRow, error) {
 		res, err := s.fire(ctx, tx, rec, sch, fireRequest{kind: kindBackfill, instanceID: instanceID, occurrence: t, policy: policy})
 		if err != nil {
@@ -195,6 +195,7 @@ func (s *Service) backfillOne(ctx context.Context, tx bun.Tx, rec *recorder, sch
 	if err != nil {
 		s.logger.Error("backfill occurrence failed", "schedule_id", sch.ScheduleID, "occurrence", t, "err", err)
 		*sch = snapshot
+		rec.ended.rollback(mark)
 		result.Outcome, result.Reason = BackfillFailed, "start_failed"
 	}
 	return result

@@ -99,13 +99,13 @@ func (s *Service) fire(ctx context.Context, tx bun.IDB, rec *recorder, sch *mode
 		}
 	case OverlapCancelOther:
 		if running {
-			if err := s.requestCancel(ctx, tx, rec.now, *sch.LatestRunID, "cancelled by overlap policy cancel_other of schedule "+sch.ScheduleID); err != nil {
+			if err := s.requestCancel(ctx, tx, &rec.ended, rec.now, *sch.LatestRunID, "cancelled by overlap policy cancel_other of schedule "+sch.ScheduleID); err != nil {
 				return FireResult{}, err
 			}
 		}
 	case OverlapTerminateOther:
 		if running {
-			if err := s.terminate(ctx, tx, rec.now, *sch.LatestRunID, "terminated by overlap policy terminate_other of schedule "+sch.ScheduleID); err != nil {
+			if err := s.terminate(ctx, tx, &rec.ended, rec.now, *sch.LatestRunID, "terminated by overlap policy terminate_other of schedule "+sch.ScheduleID); err != nil {
 				return FireResult{}, err
 			}
 		}
@@ -204,7 +204,9 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 	}
 	if t := sch.Action.RunTimeoutSeconds; t != nil {
 		run.RunDeadlineAt = ptrTime(now.Add(time.Duration(*t) * time.Second))
+		run.RunTimeoutSeconds = t
 	}
+	run.RetryPolicy = sch.Action.RetryPolicy
 
 	sch.FiresCount++
 	triggerNumber := sch.FiresCount

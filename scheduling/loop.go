@@ -12,7 +12,8 @@ import (
 // LoopResult summarises one pass of the loop.
 type LoopResult struct {
 	Rows    []TickRow
-	Expired int // runs failed or timed out by the deadline sweep
+	Expired int      // attempts failed or timed out by the deadline sweep
+	Paused  []string // namespace/schedule_id paused for consecutive failures
 }
 
 // Loop drives the service: every Period, and as soon as a schedule is due
@@ -51,6 +52,12 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 		limit = DefaultTickLimit
 	}
 	var res LoopResult
+	// Pause failing schedules first, so that they do not fire again.
+	paused, err := l.Service.PauseFailing(ctx, limit)
+	res.Paused = paused
+	if err != nil {
+		return res, err
+	}
 	for {
 		rows, err := l.Service.Tick(ctx, limit)
 		res.Rows = append(res.Rows, rows...)

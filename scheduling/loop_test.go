@@ -36,7 +36,7 @@ func TestTickSurvivesABadSchedule(t *testing.T) {
 		}
 		require.Equal(t, map[string]string{"a": "triggered", "bad": "failed", "c": "triggered"}, outcomes)
 		bad := f.get("bad")
-		require.EqualValues(t, 1, bad.FailuresCount)
+		require.EqualValues(t, 1, bad.StartFailuresCount)
 		require.Nil(t, bad.NextFireAt, "a spec that no longer compiles is not retried every tick")
 		require.Len(t, f.events("bad"), 1, "the failed fire left no half-written audit event")
 		require.Empty(t, f.tick())

@@ -24,6 +24,8 @@ const (
 	RunEventCancelled         = "RunCancelled"
 	RunEventTerminated        = "RunTerminated"
 	RunEventTimedOut          = "RunTimedOut"
+	// RunEventAttemptFailed ends every failed attempt, the last one too.
+	RunEventAttemptFailed = "RunAttemptFailed"
 )
 
 // newRunEvent builds the run's next history event and advances its
@@ -56,24 +58,78 @@ func (s *Service) transition(ctx context.Context, tx bun.IDB, run *models.Run, n
 	return models.SetInstanceStatus(ctx, tx, run.WorkflowInstanceID, run.Status, run)
 }
 
-// finish moves an active run to a final status.
-func (s *Service) finish(ctx context.Context, tx bun.IDB, run *models.Run, now time.Time, status, eventType string, payload map[string]any) error {
+// finish moves an active run to a final status; out collects it for its
+// schedule's health.
+func (s *Service) finish(ctx context.Context, tx bun.IDB, out *outcomes, run *models.Run, now time.Time, status, eventType string, payload map[string]any) error {
 	run.Status = status
 	run.FinishedAt = ptrTime(now)
-	run.LeaseExpiresAt = nil
-	return s.transition(ctx, tx, run, now, eventType, payload)
+	run.LeaseExpiresAt, run.AvailableAt = nil, nil
+	if err := s.transition(ctx, tx, run, now, eventType, payload); err != nil {
+		return err
+	}
+	out.add(run)
+	return nil
+}
+
+// attemptFailure is how one attempt ended without success.
+type attemptFailure struct {
+	errorType, message string
+	// final is the run's status and event when no attempt follows.
+	status, eventType string
+	payload           map[string]any
+	// retryable is false for ends that never retry (execution timeout).
+	retryable bool
+}
+
+// failAttempt records the end of a failed attempt (RunAttemptFailed) and
+// either sends the same run back to pending for its next attempt, held
+// until available_at, or — no attempts left, a non-retryable error type,
+// or the execution deadline in the way — ends it with the final status.
+func (s *Service) failAttempt(ctx context.Context, tx bun.IDB, out *outcomes, run *models.Run, now time.Time, f attemptFailure) error {
+	run.FailureMessage, run.FailureType = &f.message, &f.errorType
+	if run.Status != models.RunRunning {
+		// No attempt is under way (never claimed, or waiting to retry):
+		// nothing to record or retry; the deadline ends the run.
+		return s.finish(ctx, tx, out, run, now, f.status, f.eventType, f.payload)
+	}
+	next, retry := time.Time{}, false
+	if f.retryable {
+		next, retry = nextAttempt(run, f.errorType, now)
+	}
+	var nextAt any
+	if retry {
+		nextAt = FormatTime(next)
+	}
+	attempt := map[string]any{"attempt": run.Attempt, "error_type": f.errorType, "message": f.message, "next_attempt_at": nextAt}
+	if !retry {
+		ev, err := s.newRunEvent(run, now, RunEventAttemptFailed, attempt)
+		if err != nil {
+			return err
+		}
+		if err := models.InsertRunEvent(ctx, tx, ev); err != nil {
+			return err
+		}
+		return s.finish(ctx, tx, out, run, now, f.status, f.eventType, f.payload)
+	}
+	run.Status = models.RunPending
+	run.AvailableAt = &next
+	run.LeaseExpiresAt, run.WorkerID, run.CancelRequestedAt = nil, nil, nil
+	if t := run.RunTimeoutSeconds; t != nil {
+		run.RunDeadlineAt = ptrTime(next.Add(time.Duration(*t) * time.Second))
+	}
+	return s.transition(ctx, tx, run, now, RunEventAttemptFailed, attempt)
 }
 
 // requestCancel asks an active run to stop gracefully. A run no worker has
 // claimed yet has nobody to ask, so it is cancelled at once.
-func (s *Service) requestCancel(ctx context.Context, tx bun.IDB, now time.Time, runID, reason string) error {
+func (s *Service) requestCancel(ctx context.Context, tx bun.IDB, out *outcomes, now time.Time, runID, reason string) error {
 	run, err := models.LockRun(ctx, tx, runID)
 	if err != nil {
 		return err
 	}
 	switch {
 	case run.Status == models.RunPending:
-		return s.finish(ctx, tx, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": reason})
+		return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": reason})
 	case run.Status == models.RunRunning && run.CancelRequestedAt == nil:
 		run.CancelRequestedAt = ptrTime(now)
 		return s.transition(ctx, tx, run, now, RunEventCancelRequested, map[string]any{"reason": reason})
@@ -82,7 +138,7 @@ func (s *Service) requestCancel(ctx context.Context, tx bun.IDB, now time.Time, 
 }
 
 // terminate stops an active run immediately.
-func (s *Service) terminate(ctx context.Context, tx bun.IDB, now time.Time, runID, reason string) error {
+func (s *Service) terminate(ctx context.Context, tx bun.IDB, out *outcomes, now time.Time, runID, reason string) error {
 	run, err := models.LockRun(ctx, tx, runID)
 	if err != nil {
 		return err
@@ -90,7 +146,7 @@ func (s *Service) terminate(ctx context.Context, tx bun.IDB, now time.Time, runI
 	if !run.Active() {
 		return nil
 	}
-	return s.finish(ctx, tx, run, now, models.RunTerminated, RunEventTerminated, map[string]any{"reason": reason})
+	return s.finish(ctx, tx, out, run, now, models.RunTerminated, RunEventTerminated, map[string]any{"reason": reason})
 }
 
 func runNotFound(namespace, runID string) error {
@@ -117,38 +173,47 @@ func (s *Service) EnforceDeadlines(ctx context.Context, limit int) (int, error) 
 		if err != nil {
 			return err
 		}
+		var out outcomes
 		for i := range runs {
 			run := &runs[i]
-			status, eventType, payload := expiry(run, now, s.cancelGrace)
-			if status == "" {
-				continue
-			}
-			if err := s.finish(ctx, tx, run, now, status, eventType, payload); err != nil {
+			ok, err := s.expire(ctx, tx, &out, run, now)
+			if err != nil {
 				return err
 			}
-			ended++
+			if ok {
+				ended++
+			}
 		}
-		return nil
+		return out.flush(ctx, tx, now)
 	})
 	return ended, err
 }
 
-// expiry decides how an overdue run ends: a passed deadline is timed_out, a
-// lost lease is failed (worker_lost), an ignored cancellation is cancelled.
-func expiry(run *models.Run, now time.Time, grace time.Duration) (status, eventType string, payload map[string]any) {
+// expire ends an overdue attempt: a passed execution deadline ends the run
+// (timed_out); a passed run deadline or a lost lease (worker_lost) is a
+// failed attempt, retried when the policy allows; an ignored cancellation
+// is cancelled. It reports whether it changed the run.
+func (s *Service) expire(ctx context.Context, tx bun.IDB, out *outcomes, run *models.Run, now time.Time) (bool, error) {
 	switch {
 	case run.ExecutionDeadlineAt != nil && !now.Before(*run.ExecutionDeadlineAt):
-		return models.RunTimedOut, RunEventTimedOut, map[string]any{"timeout": "execution", "deadline": FormatTime(*run.ExecutionDeadlineAt)}
+		payload := map[string]any{"timeout": "execution", "deadline": FormatTime(*run.ExecutionDeadlineAt)}
+		return true, s.failAttempt(ctx, tx, out, run, now, attemptFailure{
+			errorType: "timed_out", message: "execution timeout: the run passed its execution deadline",
+			status: models.RunTimedOut, eventType: RunEventTimedOut, payload: payload})
 	case run.RunDeadlineAt != nil && !now.Before(*run.RunDeadlineAt):
-		return models.RunTimedOut, RunEventTimedOut, map[string]any{"timeout": "run", "deadline": FormatTime(*run.RunDeadlineAt)}
-	case run.CancelRequestedAt != nil && !now.Before(run.CancelRequestedAt.Add(grace)):
-		return models.RunCancelled, RunEventCancelled, map[string]any{"reason": "cancellation grace period elapsed"}
+		payload := map[string]any{"timeout": "run", "deadline": FormatTime(*run.RunDeadlineAt)}
+		return true, s.failAttempt(ctx, tx, out, run, now, attemptFailure{
+			errorType: "timed_out", message: "run timeout: the attempt passed its run deadline",
+			status: models.RunTimedOut, eventType: RunEventTimedOut, payload: payload, retryable: true})
+	case run.CancelRequestedAt != nil && !now.Before(run.CancelRequestedAt.Add(s.cancelGrace)):
+		return true, s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": "cancellation grace period elapsed"})
 	case run.Status == models.RunRunning && run.LeaseExpiresAt != nil && !now.Before(*run.LeaseExpiresAt):
 		msg, typ := "lease expired without heartbeat", "worker_lost"
-		run.FailureMessage, run.FailureType = &msg, &typ
-		return models.RunFailed, RunEventFailed, map[string]any{"message": msg, "type": typ}
+		return true, s.failAttempt(ctx, tx, out, run, now, attemptFailure{
+			errorType: typ, message: msg,
+			status: models.RunFailed, eventType: RunEventFailed, payload: map[string]any{"message": msg, "type": typ}, retryable: true})
 	}
-	return "", "", nil
+	return false, nil
 }
 
 // RunListFilter selects runs, newest first.
@@ -209,10 +274,55 @@ func (s *Service) ListRuns(ctx context.Context, f RunListFilter) (*RunPage, erro
 	return page, nil
 }
 
-// RunDescription is a run with its history.
+// RunDescription is a run with its history and its attempts.
 type RunDescription struct {
-	Run    *models.Run
-	Events []models.RunEvent
+	Run      *models.Run
+	Events   []models.RunEvent
+	Attempts []Attempt
+}
+
+// Attempt is one execution of a run by a worker, read from its history.
+type Attempt struct {
+	Number    int
+	WorkerID  string
+	StartedAt time.Time
+	EndedAt   *time.Time // nil while it runs
+	// Outcome is the run's final status for the last attempt, "failed"
+	// for an attempt that was retried, "running" while it runs.
+	Outcome   string
+	ErrorType string
+	Message   string
+}
+
+// attemptsOf reads the attempts from a run's history: each RunStarted opens
+// one, and the next RunAttemptFailed or final event ends it.
+func attemptsOf(run *models.Run, events []models.RunEvent) []Attempt {
+	out := []Attempt{}
+	for _, e := range events {
+		var p struct {
+			WorkerID  string `json:"worker_id"`
+			Attempt   int    `json:"attempt"`
+			ErrorType string `json:"error_type"`
+			Message   string `json:"message"`
+		}
+		_ = json.Unmarshal(e.Payload, &p) // payloads are written by this package; a bad one reads as empty
+		open := len(out) > 0 && out[len(out)-1].EndedAt == nil
+		switch e.EventType {
+		case RunEventStarted:
+			out = append(out, Attempt{Number: p.Attempt, WorkerID: p.WorkerID, StartedAt: e.RecordedAt, Outcome: "running"})
+		case RunEventAttemptFailed:
+			if open {
+				a := &out[len(out)-1]
+				a.EndedAt, a.Outcome, a.ErrorType, a.Message = ptrTime(e.RecordedAt), models.RunFailed, p.ErrorType, p.Message
+			}
+		case RunEventCompleted, RunEventCancelled, RunEventTerminated, RunEventFailed, RunEventTimedOut:
+			if len(out) > 0 && (open || out[len(out)-1].EndedAt.Equal(e.RecordedAt)) {
+				a := &out[len(out)-1]
+				a.EndedAt, a.Outcome = ptrTime(e.RecordedAt), run.Status
+			}
+		}
+	}
+	return out
 }
 
 // DescribeRun returns a run and its history events.
@@ -225,5 +335,5 @@ func (s *Service) DescribeRun(ctx context.Context, namespace, runID string) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	return &RunDescription{Run: run, Events: events}, nil
+	return &RunDescription{Run: run, Events: events, Attempts: attemptsOf(run, events)}, nil
 }

@@ -111,6 +111,9 @@ type CreateInput struct {
 	SearchAttributes map[string]string
 	Note             string
 	Paused           bool
+	// PauseAfterFailures pauses the schedule after that many consecutive
+	// unsuccessful runs (1-100); nil never does.
+	PauseAfterFailures *int
 }
 
 // Create validates and stores a schedule, recording ScheduleCreated (and
@@ -137,7 +140,9 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")
 	}
 	compiled := compileField(v, in.Spec)
+	in.Action.RetryPolicy = normalizeRetryPolicy(in.Action.RetryPolicy)
 	validateAction(v, in.Action)
+	validatePauseAfterFailures(v, in.PauseAfterFailures)
 	if !validPolicy(in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
 	}
@@ -154,26 +159,27 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 
 	sch := &models.Schedule{
-		ID:               s.ids.newAt(now),
-		Namespace:        in.Namespace,
-		ScheduleID:       in.ScheduleID,
-		Status:           models.StatusActive,
-		Spec:             normalizeSpec(in.Spec),
-		Action:           in.Action,
-		OverlapPolicy:    in.OverlapPolicy,
-		JitterSeconds:    in.JitterSeconds,
-		MaxRuns:          in.MaxRuns,
-		RemainingActions: in.MaxRuns,
-		Connection:       in.Connection,
-		Queue:            in.Queue,
-		Labels:           nonNilMap(in.Labels),
-		Memo:             nonNilMap(in.Memo),
-		SearchAttributes: nonNilMap(in.SearchAttributes),
-		Note:             in.Note,
-		BufferedActions:  []models.BufferedAction{},
-		RecentActions:    []models.RecentAction{},
-		CreatedAt:        now,
-		UpdatedAt:        now,
+		ID:                 s.ids.newAt(now),
+		Namespace:          in.Namespace,
+		ScheduleID:         in.ScheduleID,
+		Status:             models.StatusActive,
+		Spec:               normalizeSpec(in.Spec),
+		Action:             in.Action,
+		OverlapPolicy:      in.OverlapPolicy,
+		JitterSeconds:      in.JitterSeconds,
+		MaxRuns:            in.MaxRuns,
+		RemainingActions:   in.MaxRuns,
+		Connection:         in.Connection,
+		Queue:              in.Queue,
+		Labels:             nonNilMap(in.Labels),
+		Memo:               nonNilMap(in.Memo),
+		SearchAttributes:   nonNilMap(in.SearchAttributes),
+		Note:               in.Note,
+		PauseAfterFailures: in.PauseAfterFailures,
+		BufferedActions:    []models.BufferedAction{},
+		RecentActions:      []models.RecentAction{},
+		CreatedAt:          now,
+		UpdatedAt:          now,
 	}
 	s.scheduleNext(sch, compiled, now)
 	if sch.NextFireAt == nil {
@@ -276,12 +282,18 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 			return err
 		}
 		sch.UpdatedAt = rec.now
-		return models.UpdateSchedule(ctx, tx, &sch.Schedule)
+		if err := models.UpdateSchedule(ctx, tx, &sch.Schedule); err != nil {
+			return err
+		}
+		return rec.ended.flush(ctx, tx, rec.now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.wakeups.broadcast() // a trigger or backfill may have started runs
+	if err := s.attachHealth(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -395,7 +407,10 @@ func (s *Service) Get(ctx context.Context, namespace, scheduleID string) (*model
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, scheduleNotFound(namespace, scheduleID)
 	}
-	return sch, err
+	if err != nil {
+		return nil, err
+	}
+	return sch, s.attachHealth(ctx, sch)
 }
 
 // Description is a schedule with what operators want to know about it.

@@ -115,7 +115,10 @@ func (s *Service) fastBatch(ctx context.Context, tx bun.Tx, p phase, now time.Ti
 		}
 		rows = append(rows, row)
 	}
-	return rows, w.flush(ctx)
+	if err := w.flush(ctx); err != nil {
+		return nil, err
+	}
+	return rows, rec.ended.flush(ctx, tx, now)
 }
 
 // carefulBatch claims a batch and processes each schedule under its own
@@ -129,8 +132,10 @@ func (s *Service) carefulBatch(ctx context.Context, tx bun.Tx, p phase, now time
 	var rows []TickRow
 	for i := range claimed {
 		original := cloneClaimed(claimed[i])
+		mark := rec.ended.mark()
 		row, err := savepoint(ctx, tx, func() (TickRow, error) { return p.process(ctx, tx, rec, &claimed[i]) })
 		if err != nil {
+			rec.ended.rollback(mark)
 			s.logger.Error("schedule fire failed", "namespace", original.Namespace, "schedule_id", original.ScheduleID, "err", err)
 			row, err = savepoint(ctx, tx, func() (TickRow, error) { return p.onError(ctx, tx, rec, &original, err) })
 			if err != nil {
@@ -141,7 +146,7 @@ func (s *Service) carefulBatch(ctx context.Context, tx bun.Tx, p phase, now time
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, rec.ended.flush(ctx, tx, now)
 }
 
 // savepoint runs fn so that its statements can be undone alone.
@@ -268,7 +273,7 @@ func (s *Service) saveRow(ctx context.Context, rec *recorder, sch *models.Claime
 }
 
 func (s *Service) failRow(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, occurrence time.Time, _ error) (TickRow, error) {
-	sch.FailuresCount++
+	sch.StartFailuresCount++
 	sch.UpdatedAt = rec.now
 	if err := rec.w.saveSchedule(ctx, &sch.Schedule); err != nil {
 		return TickRow{}, err

@@ -22,17 +22,18 @@ type Nullable[T any] struct {
 // UpdateInput is a partial update: nil pointers (and unset Nullables) leave
 // their field alone; Spec and Action replace the whole object when given.
 type UpdateInput struct {
-	Spec             *models.Spec
-	Action           *models.Action
-	OverlapPolicy    *string
-	JitterSeconds    *int
-	MaxRuns          Nullable[int64]
-	Connection       Nullable[string]
-	Queue            Nullable[string]
-	Labels           *map[string]string
-	Memo             *map[string]string
-	SearchAttributes *map[string]string
-	Note             *string
+	Spec               *models.Spec
+	Action             *models.Action
+	OverlapPolicy      *string
+	JitterSeconds      *int
+	MaxRuns            Nullable[int64]
+	Connection         Nullable[string]
+	Queue              Nullable[string]
+	Labels             *map[string]string
+	Memo               *map[string]string
+	SearchAttributes   *map[string]string
+	Note               *string
+	PauseAfterFailures Nullable[int]
 }
 
 // Update changes the given fields and records ScheduleUpdated with exactly
@@ -53,7 +54,11 @@ func (s *Service) Update(ctx context.Context, namespace, scheduleID string, in U
 			compiled = compileField(v, *in.Spec)
 		}
 		if in.Action != nil {
+			in.Action.RetryPolicy = normalizeRetryPolicy(in.Action.RetryPolicy)
 			validateAction(v, *in.Action)
+		}
+		if in.PauseAfterFailures.Set {
+			validatePauseAfterFailures(v, in.PauseAfterFailures.Value)
 		}
 		if in.OverlapPolicy != nil && !validPolicy(*in.OverlapPolicy) {
 			v.Add("overlap_policy", policyMessage())
@@ -124,6 +129,11 @@ func (s *Service) Update(ctx context.Context, namespace, scheduleID string, in U
 		}
 		if in.Queue.Set {
 			set("queue", !reflect.DeepEqual(sch.Queue, in.Queue.Value), func() { sch.Queue = in.Queue.Value })
+		}
+		if in.PauseAfterFailures.Set {
+			set("pause_after_failures", !reflect.DeepEqual(sch.PauseAfterFailures, in.PauseAfterFailures.Value), func() {
+				sch.PauseAfterFailures = in.PauseAfterFailures.Value
+			})
 		}
 		if in.Labels != nil {
 			m := nonNilMap(*in.Labels)

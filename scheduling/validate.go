@@ -74,6 +74,16 @@ func validateAction(v *ValidationError, a models.Action) {
 	}
 	validateTimeout(v, "action.execution_timeout_seconds", a.ExecutionTimeoutSeconds)
 	validateTimeout(v, "action.run_timeout_seconds", a.RunTimeoutSeconds)
+	validateRetryPolicy(v, a.RetryPolicy)
+}
+
+// MaxPauseAfterFailures bounds pause_after_failures (SPEC §10).
+const MaxPauseAfterFailures = 100
+
+func validatePauseAfterFailures(v *ValidationError, n *int) {
+	if n != nil && (*n < 1 || *n > MaxPauseAfterFailures) {
+		v.Add("pause_after_failures", fmt.Sprintf("must be between 1 and %d, or null", MaxPauseAfterFailures))
+	}
 }
 
 // MaxTimeoutSeconds caps run deadlines at ten years (of 365 days): longer

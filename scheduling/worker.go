@@ -101,7 +101,7 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 	var claimed []models.Run
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		now := s.now()
-		runs, err := models.ClaimPending(ctx, tx, req.Namespace, req.Connection, req.Queue, req.Limit)
+		runs, err := models.ClaimPending(ctx, tx, now, req.Namespace, req.Connection, req.Queue, req.Limit)
 		if err != nil {
 			return err
 		}
@@ -109,6 +109,7 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 			run := &runs[i]
 			run.Status = models.RunRunning
 			run.Attempt++
+			run.AvailableAt = nil
 			run.StartedAt = ptrTime(now)
 			run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(req.LeaseSeconds) * time.Second))
 			if req.WorkerID != "" {
@@ -169,11 +170,11 @@ func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runI
 }
 
 // runChange runs fn on one locked run in a transaction.
-func (s *Service) runChange(ctx context.Context, namespace, runID, workerID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error) (*models.Run, error) {
+func (s *Service) runChange(ctx context.Context, namespace, runID, workerID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error) (*models.Run, error) {
 	if len(workerID) > MaxNameLength {
 		return nil, NewValidationError("worker_id", fmt.Sprintf("must be at most %d characters", MaxNameLength))
 	}
-	var out *models.Run
+	var changed *models.Run
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		run, err := s.lockActiveRun(ctx, tx, namespace, runID)
 		if err != nil {
@@ -186,10 +187,15 @@ func (s *Service) runChange(ctx context.Context, namespace, runID, workerID stri
 		if workerID != "" && run.WorkerID != nil && *run.WorkerID != workerID {
 			return conflict("run_held_by_another_worker", "run %q is held by another worker", runID)
 		}
-		out = run
-		return fn(ctx, tx, run, s.now())
+		changed = run
+		var ended outcomes
+		now := s.now()
+		if err := fn(ctx, tx, &ended, run, now); err != nil {
+			return err
+		}
+		return ended.flush(ctx, tx, now)
 	})
-	return out, err
+	return changed, err
 }
 
 // Heartbeat extends a running run's lease and tells the worker whether an
@@ -201,7 +207,7 @@ func (s *Service) Heartbeat(ctx context.Context, namespace, runID, workerID stri
 	if leaseSeconds < 1 || leaseSeconds > MaxLeaseSeconds {
 		return nil, NewValidationError("lease_seconds", fmt.Sprintf("must be between 1 and %d", MaxLeaseSeconds))
 	}
-	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(leaseSeconds) * time.Second))
 		run.UpdatedAt = now
 		return models.UpdateRun(ctx, tx, run)
@@ -213,41 +219,43 @@ func (s *Service) CompleteRun(ctx context.Context, namespace, runID, workerID st
 	if len(output) > 0 && !json.Valid(output) {
 		return nil, NewValidationError("output", "must be valid JSON")
 	}
-	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		run.Output = output
-		return s.finish(ctx, tx, run, now, models.RunCompleted, RunEventCompleted, map[string]any{})
+		return s.finish(ctx, tx, out, run, now, models.RunCompleted, RunEventCompleted, map[string]any{})
 	})
 }
 
-// FailRun records a run's failure. A worker that stops because it was asked
-// to cancel reports type "cancelled"; the run then ends cancelled.
+// FailRun records the failure of a run's attempt; the run is retried when
+// its retry policy allows (see failAttempt). A worker that stops because it
+// was asked to cancel reports type "cancelled"; the run then ends cancelled.
 func (s *Service) FailRun(ctx context.Context, namespace, runID, workerID, message, failureType string) (*models.Run, error) {
 	if message == "" {
 		return nil, NewValidationError("message", "is required")
 	}
-	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if failureType == "cancelled" && run.CancelRequestedAt != nil {
-			return s.finish(ctx, tx, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": message})
+			return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": message})
 		}
-		run.FailureMessage, run.FailureType = &message, &failureType
-		return s.finish(ctx, tx, run, now, models.RunFailed, RunEventFailed, map[string]any{"message": message, "type": failureType})
+		return s.failAttempt(ctx, tx, out, run, now, attemptFailure{
+			errorType: failureType, message: message, retryable: true,
+			status: models.RunFailed, eventType: RunEventFailed, payload: map[string]any{"message": message, "type": failureType}})
 	})
 }
 
 // CancelRun asks a run to stop gracefully (a pending run is cancelled at once).
 func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
-	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if run.CancelRequestedAt != nil {
 			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
 		}
-		return s.requestCancel(ctx, tx, now, run.ID, operatorReason("cancel", cc))
+		return s.requestCancel(ctx, tx, out, now, run.ID, operatorReason("cancel", cc))
 	})
 }
 
 // TerminateRun stops a run at once.
 func (s *Service) TerminateRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
-	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
-		return s.terminate(ctx, tx, now, run.ID, operatorReason("terminate", cc))
+	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
+		return s.terminate(ctx, tx, out, now, run.ID, operatorReason("terminate", cc))
 	})
 }
 

@@ -1,0 +1,37 @@
+-- Run outcomes (retries, health, pause on failure); see the PostgreSQL
+-- migration of the same number for why health has a table of its own.
+ALTER TABLE workflow_schedules RENAME COLUMN failures_count TO start_failures_count;
+ALTER TABLE workflow_schedules ADD COLUMN pause_after_failures integer;
+
+ALTER TABLE workflow_runs ADD COLUMN available_at text;
+ALTER TABLE workflow_runs ADD COLUMN retry_policy text;
+ALTER TABLE workflow_runs ADD COLUMN run_timeout_seconds integer;
+
+CREATE TABLE workflow_schedule_health (
+    schedule_ulid        text PRIMARY KEY REFERENCES workflow_schedules (id),
+    consecutive_failures integer NOT NULL DEFAULT 0,
+    failures_count       integer NOT NULL DEFAULT 0,
+    paused_at_failures   integer NOT NULL DEFAULT 0,
+    last_run_id          text,
+    last_run_status      text,
+    last_run_finished_at text,
+    last_run_error       text,
+    updated_at           text NOT NULL
+);
+CREATE INDEX workflow_schedule_health_failing_idx ON workflow_schedule_health (schedule_ulid) WHERE consecutive_failures > 0;
+
+INSERT INTO workflow_schedule_health (schedule_ulid, failures_count, consecutive_failures, updated_at)
+SELECT s.id,
+       (SELECT count(*) FROM workflow_runs r WHERE r.workflow_schedule_id = s.id AND r.status IN ('failed', 'timed_out')),
+       (SELECT count(*) FROM workflow_runs r WHERE r.workflow_schedule_id = s.id AND r.status IN ('failed', 'timed_out')
+           AND r.finished_at > COALESCE((SELECT max(c.finished_at) FROM workflow_runs c
+                                         WHERE c.workflow_schedule_id = s.id AND c.status = 'completed'), '')),
+       strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')
+FROM workflow_schedules s;
+UPDATE workflow_schedule_health SET last_run_id = (
+    SELECT r.id FROM workflow_runs r WHERE r.workflow_schedule_id = workflow_schedule_health.schedule_ulid AND r.finished_at IS NOT NULL
+    ORDER BY r.finished_at DESC, r.id DESC LIMIT 1);
+UPDATE workflow_schedule_health SET
+    last_run_status = (SELECT r.status FROM workflow_runs r WHERE r.id = workflow_schedule_health.last_run_id),
+    last_run_finished_at = (SELECT r.finished_at FROM workflow_runs r WHERE r.id = workflow_schedule_health.last_run_id),
+    last_run_error = (SELECT r.failure_message FROM workflow_runs r WHERE r.id = workflow_schedule_health.last_run_id);

@@ -1,0 +1,104 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// RecentRunsShown is how many of a schedule's latest runs its health shows.
+const RecentRunsShown = 10
+
+// attachHealth fills in the health and recent runs of schedules read for a
+// surface: two statements for any number of schedules (one for the health
+// rows, one UNION of short index reads for the recent runs), never one per
+// schedule.
+func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedule) error {
+	ids := make([]string, len(schedules))
+	for i, sch := range schedules {
+		ids[i] = sch.ID
+	}
+	health, err := models.GetHealth(ctx, s.db, ids)
+	if err != nil {
+		return err
+	}
+	recent, err := models.RecentRuns(ctx, s.db, ids, RecentRunsShown)
+	if err != nil {
+		return err
+	}
+	for _, sch := range schedules {
+		sch.Health = health[sch.ID]
+		sch.Health.ScheduleULID = sch.ID
+		sch.RecentRuns = recent[sch.ID]
+		if sch.RecentRuns == nil {
+			sch.RecentRuns = []models.RecentRun{}
+		}
+	}
+	return nil
+}
+
+// PauseFailing pauses the active schedules whose consecutive unsuccessful
+// runs reached their pause_after_failures (SPEC §10), as the scheduler,
+// with a reason naming the count and the last error. The loop runs it every
+// pass, before firing. Runs end without the schedule's lock (that would
+// make workers wait for, or deadlock with, the tick), so the pause is this
+// separate step; it follows within one loop period.
+func (s *Service) PauseFailing(ctx context.Context, limit int) ([]string, error) {
+	var paused []string
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		claimed, err := models.ClaimFailing(ctx, tx, limit)
+		if err != nil || len(claimed) == 0 {
+			return err
+		}
+		ids := make([]string, len(claimed))
+		for i := range claimed {
+			ids[i] = claimed[i].ID
+		}
+		// Read after the locks (see models.readLatestRunStatus for why).
+		health, err := models.GetHealth(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+		for i := range claimed {
+			sch := &claimed[i]
+			h := health[sch.ID]
+			if sch.PauseAfterFailures == nil || h.ConsecutiveFailures < int64(*sch.PauseAfterFailures) || h.ConsecutiveFailures <= h.PausedAtFailures {
+				continue
+			}
+			reason := failureReason(h)
+			rec.cc.Reason = reason
+			if err := s.pauseLocked(ctx, rec, sch, PauseInput{Reason: reason}); err != nil {
+				return err
+			}
+			sch.UpdatedAt = now
+			if err := models.UpdateSchedule(ctx, tx, sch); err != nil {
+				return err
+			}
+			if err := models.MarkPausedForFailures(ctx, tx, sch.ID, h.ConsecutiveFailures); err != nil {
+				return err
+			}
+			paused = append(paused, sch.Namespace+"/"+sch.ScheduleID)
+		}
+		return nil
+	})
+	return paused, err
+}
+
+// failureReason is the pause reason of a schedule paused for failures.
+func failureReason(h models.ScheduleHealth) string {
+	reason := fmt.Sprintf("paused after %d consecutive failed runs", h.ConsecutiveFailures)
+	if h.LastRunError != nil && *h.LastRunError != "" {
+		reason += "; last error: " + *h.LastRunError
+	}
+	if utf8.RuneCountInString(reason) > MaxReasonLength {
+		reason = string([]rune(reason)[:MaxReasonLength-1]) + "…"
+	}
+	return strings.ToValidUTF8(reason, "?")
+}
