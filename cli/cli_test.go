@@ -98,6 +98,17 @@ func TestServeRefusesNonLoopbackWithoutTokens(t *testing.T) {
 		require.Contains(t, err.Error(), "refusing to serve")
 		require.Contains(t, err.Error(), "tideline token create")
 	}
+	// Behind a proxy every peer is the proxy, so loopback proves nothing.
+	for _, args := range [][]string{{"--trust-proxy"}, {}} {
+		env := map[string]string{}
+		if len(args) == 0 {
+			env["TIDELINE_TRUST_PROXY"] = "1"
+		}
+		_, _, err := runCLI(t, env, append([]string{"serve", "--addr", "127.0.0.1:0", "--database", "sqlite:" + filepath.Join(t.TempDir(), "x.db")}, args...)...)
+		var usage *UsageError
+		require.ErrorAs(t, err, &usage, "trust-proxy %v", args)
+		require.Contains(t, err.Error(), "refusing --trust-proxy without authentication")
+	}
 	_, _, err := runCLI(t, map[string]string{"TIDELINE_TOKENS": "principals: [{name: x, role: root}]"}, "serve")
 	var usage *UsageError
 	require.ErrorAs(t, err, &usage, "a broken tokens document is a configuration error")

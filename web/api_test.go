@@ -55,6 +55,7 @@ func (f *apiFixture) do(method, path, body string, header ...string) response {
 	}
 	req := httptest.NewRequest(method, path, rdr)
 	req.RemoteAddr = "127.0.0.1:40000" // local mode serves loopback clients only
+	req.Host = "127.0.0.1:8080"        // and addressed to this machine (no DNS rebinding)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])

@@ -75,6 +75,7 @@ func (c *consoleClient) do(method, path string, form url.Values, header ...strin
 	}
 	req := httptest.NewRequest(method, path, body)
 	req.RemoteAddr = "127.0.0.1:40000" // local mode serves loopback clients only
+	req.Host = "127.0.0.1:8080"        // and addressed to this machine (no DNS rebinding)
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

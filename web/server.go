@@ -82,6 +82,9 @@ func NewServer(d Deps) *echo.Echo {
 		ReferrerPolicy:        "same-origin",
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 	}))
+	if !d.Auth.Store.Enabled() {
+		e.Use(localOnly)
+	}
 	e.Use(middleware.BodyLimit("1M"))
 	e.Use(rejectNUL)
 
