@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -118,5 +119,47 @@ func TestLocalModeRefusesRebindingHosts(t *testing.T) {
 			rec := localRequest(f, "GET", v2+"/schedules?namespace="+url.QueryEscape("default"), host, "", "")
 			require.Equal(t, want, rec.Code, "Host %q", host)
 		}
+	})
+}
+
+// Every path that compiles a spec (create, update, API and console preview)
+// refuses one over the bounds, before any work is done.
+func TestSpecBoundsOnEverySurface(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newAPI(t, db, "")
+		crons := make([]string, 65)
+		for i := range crons {
+			crons[i] = fmt.Sprintf(`"%d * * * *"`, i%60)
+		}
+		tooMany := `{"cron_expressions":[` + strings.Join(crons, ",") + `]}`
+		tooLong := `{"cron_expressions":["0` + strings.Repeat(",0", 130) + ` * * * *"]}`
+		for _, spec := range []string{tooMany, tooLong} {
+			_, fields := errorOf(t, f.must(422, "POST", v2+"/schedules", `{"schedule_id":"big","spec":`+spec+`,"action":{"workflow_type":"w"}}`))
+			require.NotEmpty(t, fields, "create")
+			_, fields = errorOf(t, f.must(422, "POST", v2+"/schedules/preview", `{"spec":`+spec+`}`))
+			require.NotEmpty(t, fields, "preview")
+		}
+		require.Equal(t, 0, scheduleCount(t, db))
+		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"s","cron":"0 * * * *","action":{"workflow_type":"w"}}`)
+		_, fields := errorOf(t, f.must(422, "PATCH", v2+"/schedules/s", `{"spec":`+tooMany+`}`))
+		require.Contains(t, fields["spec.cron_expressions"], "at most 64 cron expressions and intervals together")
+		_, fields = errorOf(t, f.must(422, "PATCH", v2+"/schedules/s", `{"spec":`+tooLong+`}`))
+		require.Equal(t, "must be at most 256 characters", fields["spec.cron_expressions[0]"])
+		got := f.must(200, "GET", v2+"/schedules/s", "")
+		require.Equal(t, []any{"0 * * * *"}, got["spec"].(map[string]any)["cron_expressions"], "the spec is unchanged")
+		_, fields = errorOf(t, f.must(422, "POST", v2+"/schedules/preview", `{"spec":{"cron_expressions":["* * * * *"]},"count":101}`))
+		require.Equal(t, "must be between 1 and 100", fields["count"])
+
+		// The console's live preview goes through the same rule.
+		c := newConsole(t, db, "")
+		lines := make([]string, 65)
+		for i := range lines {
+			lines[i] = "0 * * * *"
+		}
+		p := c.post("/waterline/schedules/preview", url.Values{"cron_expressions": {strings.Join(lines, "\n")}, "timezone": {"UTC"}})
+		require.Equal(t, http.StatusUnprocessableEntity, p.Status, p.Raw)
+		require.Contains(t, p.Raw, "at most 64 cron expressions and intervals together")
 	})
 }

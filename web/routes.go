@@ -15,6 +15,7 @@ import (
 func registerRoutes(e *echo.Echo, d Deps) {
 	g := &guard{Auth: d.Auth, clock: d.Clock}
 	read, operate, admin, work := g.api(auth.Read), g.api(auth.Operate), g.api(auth.Admin), g.api(auth.Work)
+	previews := concurrencyLimit(previewSlots()) // one pool for API and console previews
 
 	health := &handlers.Health{DB: d.DB}
 	e.GET("/healthz", health.Live)
@@ -31,7 +32,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a := e.Group(prefix)
 		a.GET("/schedules", api.ListSchedules, read)
 		a.POST("/schedules", api.CreateSchedule, admin)
-		a.POST("/schedules/preview", api.Preview, read)
+		a.POST("/schedules/preview", api.Preview, read, previews)
 		r := a.GET("/schedules/:schedule_id", api.GetSchedule, read)
 		if prefix == "/waterline/api/v2" {
 			r.Name = "api.schedule"
@@ -77,7 +78,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.GET("/schedules", console.Registry, cRead)
 	w.POST("/schedules", console.CreateSchedule, cAdmin)
 	w.GET("/schedules/new", console.NewSchedule, cAdmin)
-	w.POST("/schedules/preview", console.Preview, cRead)
+	w.POST("/schedules/preview", console.Preview, cRead, previews)
 	w.POST("/schedules/bulk", console.Bulk, cOperate)
 	w.GET("/schedules/:schedule_id", console.Detail, cRead)
 	w.GET("/schedules/:schedule_id/edit", console.EditSchedule, cAdmin)
