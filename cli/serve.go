@@ -84,13 +84,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	m := metrics.New(db)
 	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m,
 		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
-	httpServer := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	httpServer := web.NewHTTPServer(srv)
 
 	// Batches of 500: fewer, larger transactions when many schedules share
 	// an instant (the tick's multi-row writes make that cheap).

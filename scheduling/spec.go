@@ -116,7 +116,7 @@ func checkSpecSize(verr *ValidationError, spec models.Spec) bool {
 	}
 	tooLong := func(field, value string) {
 		if utf8.RuneCountInString(value) > MaxSpecPartLength {
-			verr.Add(field, fmt.Sprintf("must be at most %d characters", MaxSpecPartLength))
+			verr.Add(field, fmt.Sprintf("is longer than %d characters", MaxSpecPartLength))
 		}
 	}
 	for i, source := range spec.CronExpressions {

@@ -50,10 +50,10 @@ func TestCompileBoundsSpecSize(t *testing.T) {
 		{"40 + 25", sizedSpec(40, 25, 0), "cron_expressions", "at most 64"},
 		{"76,000 expressions (the attack)", sizedSpec(76_000, 0, 0), "cron_expressions", "this one has 76000"},
 		{"an expression of 256 characters", sizedSpec(1, 0, 256), "", ""},
-		{"an expression of 257 characters", sizedSpec(1, 0, 257), "cron_expressions[0]", "at most 256 characters"},
-		{"an every of 257 characters", sizedSpec(0, 1, 257), "intervals[0].every", "at most 256 characters"},
-		{"an offset of 257 characters", models.Spec{Intervals: []models.Interval{{Every: "PT1H", Offset: "PT" + strings.Repeat("0", 254) + "1M"}}}, "intervals[0].offset", "at most 256"},
-		{"a timezone of 257 characters", models.Spec{CronExpressions: []string{"0 * * * *"}, Timezone: strings.Repeat("A", 257)}, "timezone", "at most 256"},
+		{"an expression of 257 characters", sizedSpec(1, 0, 257), "cron_expressions[0]", "longer than 256 characters"},
+		{"an every of 257 characters", sizedSpec(0, 1, 257), "intervals[0].every", "longer than 256 characters"},
+		{"an offset of 257 characters", models.Spec{Intervals: []models.Interval{{Every: "PT1H", Offset: "PT" + strings.Repeat("0", 254) + "1M"}}}, "intervals[0].offset", "longer than 256"},
+		{"a timezone of 257 characters", models.Spec{CronExpressions: []string{"0 * * * *"}, Timezone: strings.Repeat("A", 257)}, "timezone", "longer than 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			compiled, err := Compile(tc.spec)
@@ -117,7 +117,7 @@ func FuzzCompileSpecSize(f *testing.F) {
 			require.Len(t, verr.Fields, 1, "only the long part is named: %v", verr.Fields)
 			for field, msg := range verr.Fields {
 				require.Contains(t, []string{"cron_expressions[0]", "intervals[0].every"}, field)
-				require.Equal(t, "must be at most 256 characters", msg)
+				require.Equal(t, "is longer than 256 characters", msg)
 			}
 		default:
 			require.NoError(t, err, "%d crons, %d intervals, longest %d", nc, ni, longest)

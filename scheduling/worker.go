@@ -236,6 +236,9 @@ func (s *Service) FailRun(ctx context.Context, namespace, runID, workerID, messa
 
 // CancelRun asks a run to stop gracefully (a pending run is cancelled at once).
 func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
 	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		if run.CancelRequestedAt != nil {
 			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
@@ -246,6 +249,9 @@ func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *Co
 
 // TerminateRun stops a run at once.
 func (s *Service) TerminateRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
 	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, run *models.Run, now time.Time) error {
 		return s.terminate(ctx, tx, now, run.ID, operatorReason("terminate", cc))
 	})

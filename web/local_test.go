@@ -146,7 +146,7 @@ func TestSpecBoundsOnEverySurface(t *testing.T) {
 		_, fields := errorOf(t, f.must(422, "PATCH", v2+"/schedules/s", `{"spec":`+tooMany+`}`))
 		require.Contains(t, fields["spec.cron_expressions"], "at most 64 cron expressions and intervals together")
 		_, fields = errorOf(t, f.must(422, "PATCH", v2+"/schedules/s", `{"spec":`+tooLong+`}`))
-		require.Equal(t, "must be at most 256 characters", fields["spec.cron_expressions[0]"])
+		require.Equal(t, "is longer than 256 characters", fields["spec.cron_expressions[0]"])
 		got := f.must(200, "GET", v2+"/schedules/s", "")
 		require.Equal(t, []any{"0 * * * *"}, got["spec"].(map[string]any)["cron_expressions"], "the spec is unchanged")
 		_, fields = errorOf(t, f.must(422, "POST", v2+"/schedules/preview", `{"spec":{"cron_expressions":["* * * * *"]},"count":101}`))
