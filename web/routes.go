@@ -67,12 +67,12 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	// needs no CSRF token.
 	cRead, cOperate, cAdmin := g.console(auth.Read), g.console(auth.Operate), g.console(auth.Admin)
 	console := &handlers.Console{Service: d.Service, Version: d.Version, Namespace: d.Namespace, Clock: d.Clock}
-	login := &handlers.Login{Store: d.Auth.Store, Sessions: d.Auth.Sessions, Clock: d.Clock, Version: d.Version, Secure: d.Auth.secure}
+	login := &handlers.Login{Store: d.Auth.Store, Sessions: d.Auth.Sessions, Clock: d.Clock, Version: d.Version}
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/waterline") })
-	w := e.Group("/waterline", csrf(d.Auth))
+	w := e.Group("/waterline", g.consoleSession, g.csrf)
 	w.GET("", console.Home, cRead)
 	w.GET("/login", login.Form)
-	w.POST("/login", login.Submit, loginRateLimit())
+	w.POST("/login", login.Submit, loginRateLimit(byClientAddress), loginRateLimit(byTokenPrefix))
 	w.POST("/logout", login.Logout)
 	w.GET("/namespace", console.SwitchNamespace, cRead)
 	w.GET("/schedules", console.Registry, cRead)

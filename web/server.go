@@ -50,7 +50,7 @@ func NewServer(d Deps) *echo.Echo {
 	// trusted proxy in front of us says otherwise.
 	e.IPExtractor = echo.ExtractIPDirect()
 	if d.Auth.TrustProxy {
-		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+		e.IPExtractor = proxiedClientIP
 	}
 	if d.Auth.Store == nil {
 		d.Auth.Store = &auth.Store{}
@@ -61,6 +61,9 @@ func NewServer(d Deps) *echo.Echo {
 			panic(err) // only if the OS has no randomness
 		}
 		d.Auth.Sessions = sessions
+	}
+	if !d.Auth.Sessions.HasStore() {
+		d.Auth.Sessions = d.Auth.Sessions.WithStore(sessionStore{db: d.DB})
 	}
 
 	e.Use(requestID)
