@@ -245,3 +245,14 @@ func byTokenPrefix(c echo.Context) string {
 	token := strings.TrimSpace(c.FormValue("token"))
 	return "prefix:" + token[:min(len(token), tokenPrefixLength)]
 }
+
+// unboundOnly lets through principals bound to no namespace: the route
+// shows data of every namespace at once.
+func unboundOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p, ok := c.Get(handlers.PrincipalKey).(*auth.Principal); ok && !p.AllNamespaces() {
+			return echo.NewHTTPError(http.StatusForbidden, "metrics cover every namespace; a token bound to namespaces may not read them")
+		}
+		return next(c)
+	}
+}

@@ -89,6 +89,9 @@ func httpMessage(he *echo.HTTPError) string {
 	if he.Code >= 500 && he.Code != http.StatusServiceUnavailable { // 503s are ours: "busy, retry"
 		return "internal server error"
 	}
+	if he.Code == http.StatusRequestEntityTooLarge { // echo's body limit says only "Request Entity Too Large"
+		return "request body is larger than 1 MiB (1,048,576 bytes)"
+	}
 	if s, ok := he.Message.(string); ok {
 		return s
 	}

@@ -17,11 +17,13 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	read, operate, admin, work := g.api(auth.Read), g.api(auth.Operate), g.api(auth.Admin), g.api(auth.Work)
 	previews := concurrencyLimit(previewSlots()) // one pool for API and console previews
 
-	health := &handlers.Health{DB: d.DB}
+	health := &handlers.Health{DB: d.DB, Clock: d.Clock}
 	e.GET("/healthz", health.Live)
 	e.GET("/readyz", health.Ready)
 	if d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()), read)
+		// Metrics count runs and schedules across every namespace, so a
+		// token bound to namespaces may not read them (like tick).
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()), read, unboundOnly)
 	}
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", static.Handler())))
 

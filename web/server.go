@@ -85,10 +85,12 @@ func NewServer(d Deps) *echo.Echo {
 		ReferrerPolicy:        "same-origin",
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 	}))
+	e.Use(transportHeaders(d.Auth))
 	if !d.Auth.Store.Enabled() {
 		e.Use(localOnly)
 	}
-	e.Use(middleware.BodyLimit("1M"))
+	// 1 MiB = 1,048,576 bytes, as the docs say ("1M" would be 1,000,000).
+	e.Use(middleware.BodyLimit("1MiB"))
 	e.Use(rejectNUL)
 
 	registerRoutes(e, d)
@@ -110,6 +112,27 @@ func NewHTTPServer(h http.Handler) *http.Server {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
+	}
+}
+
+// hstsMaxAge is a year: browsers that saw Tideline over TLS never try
+// plain HTTP for it again (subdomains are left to their own owners).
+const hstsMaxAge = "max-age=31536000"
+
+// transportHeaders marks every response no-store (pages and API answers
+// carry schedules, runs and CSRF tokens that must not linger in shared or
+// browser caches; static assets set their own caching), and adds HSTS when
+// the request came over TLS, directly or via a trusted proxy.
+func transportHeaders(a Auth) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set(echo.HeaderCacheControl, "no-store")
+			if a.secure(c) {
+				h.Set(echo.HeaderStrictTransportSecurity, hstsMaxAge)
+			}
+			return next(c)
+		}
 	}
 }
 
