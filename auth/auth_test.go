@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
@@ -92,27 +93,87 @@ func TestNewTokenIsRandomAndHashed(t *testing.T) {
 	require.GreaterOrEqual(t, len(a), 40)
 }
 
+// memSessions is an in-memory SessionStore for the logic tests here; the
+// database store is tested through the server on both dialects (web/).
+type memSessions map[string]auth.SessionRecord
+
+func (m memSessions) InsertSession(_ context.Context, rec auth.SessionRecord) error {
+	m[rec.IDHash] = rec
+	return nil
+}
+
+func (m memSessions) GetSession(_ context.Context, idHash string) (auth.SessionRecord, bool, error) {
+	rec, ok := m[idHash]
+	return rec, ok, nil
+}
+
+func (m memSessions) DeleteSession(_ context.Context, idHash string) error {
+	delete(m, idHash)
+	return nil
+}
+
+func (m memSessions) DeleteExpiredSessions(_ context.Context, now time.Time) error {
+	for k, rec := range m {
+		if !now.Before(rec.ExpiresAt) {
+			delete(m, k)
+		}
+	}
+	return nil
+}
+
 func TestSessions(t *testing.T) {
 	t.Parallel()
+	ctx := t.Context()
 	now := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
-	s, err := auth.NewSessions("a-secret-of-16+chars", time.Hour)
+	_, aliceHash, err := auth.NewToken()
 	require.NoError(t, err)
-	v1, err := s.Issue("alice", now)
+	store, err := auth.Parse([]byte("principals: [{name: alice, role: admin, token_sha256: " + aliceHash + "}]"))
 	require.NoError(t, err)
-	v2, err := s.Issue("alice", now)
+	alice, _ := store.Lookup("alice")
+	mem := memSessions{}
+	base, err := auth.NewSessions("a-secret-of-16+chars", time.Hour)
+	require.NoError(t, err)
+	s := base.WithStore(mem)
+	v1, err := s.Start(ctx, alice, now)
+	require.NoError(t, err)
+	v2, err := s.Start(ctx, alice, now)
 	require.NoError(t, err)
 	require.NotEqual(t, v1, v2, "each login gets a fresh session value")
 
-	name, err := s.Verify(v1, now.Add(59*time.Minute))
+	got, err := s.Resolve(ctx, v1, store, now.Add(59*time.Minute))
 	require.NoError(t, err)
-	require.Equal(t, "alice", name)
-	_, err = s.Verify(v1, now.Add(time.Hour))
+	require.Equal(t, "alice", got.Principal.Name)
+	_, err = s.Resolve(ctx, v1, store, now.Add(time.Hour))
 	require.ErrorIs(t, err, auth.ErrSession, "expired")
-	_, err = s.Verify(v1[:len(v1)-2]+"xx", now)
+	_, err = s.Resolve(ctx, v1[:len(v1)-2]+"xx", store, now)
 	require.ErrorIs(t, err, auth.ErrSession, "forged signature")
 	other, _ := auth.NewSessions("another-secret-16chars", time.Hour)
-	_, err = other.Verify(v1, now)
+	_, err = other.WithStore(mem).Resolve(ctx, v1, store, now)
 	require.ErrorIs(t, err, auth.ErrSession, "signed with another key")
 	_, err = auth.NewSessions("short", time.Hour)
 	require.Error(t, err)
+
+	// Logout ends the session in the store: the same cookie is dead.
+	require.NoError(t, s.End(ctx, v1))
+	_, err = s.Resolve(ctx, v1, store, now)
+	require.ErrorIs(t, err, auth.ErrSession, "ended by logout")
+	_, err = s.Resolve(ctx, v2, store, now)
+	require.NoError(t, err, "other sessions live on")
+
+	// A rotated token ends the sessions made with the old one.
+	_, newHash, err := auth.NewToken()
+	require.NoError(t, err)
+	rotated, err := auth.Parse([]byte("principals: [{name: alice, role: admin, token_sha256: " + newHash + "}]"))
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, v2, rotated, now)
+	require.ErrorIs(t, err, auth.ErrSession, "token rotated")
+	removed, err := auth.Parse([]byte("principals: [{name: bob, role: admin, token_sha256: " + aliceHash + "}]"))
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, v2, removed, now)
+	require.ErrorIs(t, err, auth.ErrSession, "principal removed (even if another now has the hash)")
+
+	// CSRF tokens differ per binding and are not session signatures.
+	require.NotEqual(t, s.CSRFToken("a"), s.CSRFToken("b"))
+	require.Equal(t, s.CSRFToken("a"), base.CSRFToken("a"), "derived from the key, not stored")
+	require.NotEqual(t, s.CSRFToken("a"), other.CSRFToken("a"))
 }

@@ -83,7 +83,7 @@ func TestMigrateTwice(t *testing.T) {
 	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
 	out, _, err := runCLI(t, map[string]string{"TIDELINE_DATABASE_URL": dbURL}, "migrate")
 	require.NoError(t, err)
-	require.Equal(t, "Applied 0001_init.sql\nApplied 0002_claim_order_index.sql\nApplied 0003_run_expiry_indexes.sql\nApplied 0004_pause_reason.sql\nApplied 0005_run_outcomes.sql\n", out)
+	require.Equal(t, "Applied 0001_init.sql\nApplied 0002_claim_order_index.sql\nApplied 0003_run_expiry_indexes.sql\nApplied 0004_pause_reason.sql\nApplied 0005_run_outcomes.sql\nApplied 0006_security.sql\n", out)
 	out, _, err = runCLI(t, nil, "migrate", "--database", dbURL)
 	require.NoError(t, err)
 	require.Equal(t, "Database is up to date.\n", out)
@@ -97,6 +97,17 @@ func TestServeRefusesNonLoopbackWithoutTokens(t *testing.T) {
 		require.ErrorAs(t, err, &usage, addr)
 		require.Contains(t, err.Error(), "refusing to serve")
 		require.Contains(t, err.Error(), "tideline token create")
+	}
+	// Behind a proxy every peer is the proxy, so loopback proves nothing.
+	for _, args := range [][]string{{"--trust-proxy"}, {}} {
+		env := map[string]string{}
+		if len(args) == 0 {
+			env["TIDELINE_TRUST_PROXY"] = "1"
+		}
+		_, _, err := runCLI(t, env, append([]string{"serve", "--addr", "127.0.0.1:0", "--database", "sqlite:" + filepath.Join(t.TempDir(), "x.db")}, args...)...)
+		var usage *UsageError
+		require.ErrorAs(t, err, &usage, "trust-proxy %v", args)
+		require.Contains(t, err.Error(), "refusing --trust-proxy without authentication")
 	}
 	_, _, err := runCLI(t, map[string]string{"TIDELINE_TOKENS": "principals: [{name: x, role: root}]"}, "serve")
 	var usage *UsageError

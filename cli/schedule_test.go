@@ -370,6 +370,7 @@ func apiGet(t *testing.T, d dialectEnv, path string) string {
 	srv := web.NewServer(web.Deps{DB: db, Service: scheduling.New(scheduling.Config{DB: db}), Logger: discardLogger()})
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.RemoteAddr = "127.0.0.1:40000"
+	req.Host = "127.0.0.1:8080" // and addressed to this machine (no DNS rebinding)
 	rec := httptest.NewRecorder()
 	srv.ServeHTTP(rec, req)
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())

@@ -54,6 +54,13 @@ func runServe(ctx context.Context, e env, args []string) error {
 			"Create a token with 'tideline token create --name you --role admin', put the printed entry in a tokens file,\n"+
 			"and start with --tokens-file FILE (or bind a loopback address such as 127.0.0.1:8080)", cfg.Addr)
 	}
+	// Behind a proxy every request arrives from the proxy's address, so the
+	// loopback rule of local mode would serve the whole network as admin.
+	if !store.Enabled() && *trustProxy {
+		return usagef("refusing --trust-proxy without authentication: behind a proxy every client looks like the proxy,\n" +
+			"so local mode would serve anyone who reaches the proxy as admin.\n" +
+			"Create a token with 'tideline token create --name you --role admin' and start with --tokens-file FILE")
+	}
 	sessions, err := auth.NewSessions(*sessionSecret, *sessionTTL)
 	if err != nil {
 		return &UsageError{Msg: "invalid --session-secret: " + err.Error()}
@@ -77,13 +84,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	m := metrics.New(db)
 	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m,
 		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
-	httpServer := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	httpServer := web.NewHTTPServer(srv)
 
 	// Batches of 500: fewer, larger transactions when many schedules share
 	// an instant (the tick's multi-row writes make that cheap).

@@ -431,12 +431,9 @@ func (h *API) Preview(c echo.Context) error {
 	if after.IsZero() {
 		after = h.Clock.Now()
 	}
-	count := 10
+	count := 10 // the range is PreviewSpec's rule
 	if req.Count != nil {
 		count = *req.Count
-	}
-	if count < 1 || count > 100 {
-		v.Add("count", "must be between 1 and 100")
 	}
 	if err := v.OrNil(); err != nil {
 		return err

@@ -36,7 +36,22 @@ const (
 	consolePrefix   = "/waterline"
 )
 
-// csrfToken is the token echo's CSRF middleware stores under "csrf", or ""
+// SecureCookiesKey is the echo context key of a bool: whether cookies set on
+// this request must be Secure (served over TLS, directly or behind a
+// trusted proxy).
+const SecureCookiesKey = "tideline.secure_cookies"
+
+// SetCookie sets a console cookie with the attributes all of them share:
+// HttpOnly, SameSite=Lax, and Secure whenever the session cookie is, so no
+// cookie of ours travels in clear text next to a protected session.
+func SetCookie(c echo.Context, ck *http.Cookie) {
+	ck.HttpOnly = true
+	ck.SameSite = http.SameSiteLaxMode
+	ck.Secure, _ = c.Get(SecureCookiesKey).(bool)
+	c.SetCookie(ck)
+}
+
+// csrfToken is the token web's CSRF middleware stores under "csrf", or ""
 // while that middleware is off. Every form renders it as _csrf.
 func csrfToken(c echo.Context) string {
 	token, _ := c.Get("csrf").(string)
@@ -175,8 +190,7 @@ func (h *Console) SwitchNamespace(c echo.Context) error {
 		if err := checkNamespace(c, ns); err != nil {
 			return err
 		}
-		c.SetCookie(&http.Cookie{Name: namespaceCookie, Value: ns, Path: consolePrefix, MaxAge: 365 * 24 * 3600,
-			HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		SetCookie(c, &http.Cookie{Name: namespaceCookie, Value: ns, Path: consolePrefix, MaxAge: 365 * 24 * 3600})
 	}
 	return c.Redirect(http.StatusSeeOther, consolePrefix+"/schedules")
 }
@@ -184,13 +198,19 @@ func (h *Console) SwitchNamespace(c echo.Context) error {
 // The flash message lives for one redirect in a short-lived cookie: the
 // next page render shows it and clears it. No server-side session needed.
 
+// maxFlashMessage keeps the flash cookie far below browsers' 4 KB per
+// cookie: a message is a summary (see Bulk), never a full report.
+const maxFlashMessage = 1000
+
 func setFlash(c echo.Context, f views.Flash) {
+	if r := []rune(f.Message); len(r) > maxFlashMessage {
+		f.Message = string(r[:maxFlashMessage-1]) + "…"
+	}
 	body, err := json.Marshal(f)
 	if err != nil {
 		return
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString(body), Path: consolePrefix,
-		MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	SetCookie(c, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString(body), Path: consolePrefix, MaxAge: 60})
 }
 
 func takeFlash(c echo.Context) *views.Flash {
@@ -198,8 +218,7 @@ func takeFlash(c echo.Context) *views.Flash {
 	if err != nil {
 		return nil
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePrefix, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	SetCookie(c, &http.Cookie{Name: flashCookie, Value: "", Path: consolePrefix, MaxAge: -1})
 	body, err := base64.RawURLEncoding.DecodeString(ck.Value)
 	if err != nil {
 		return nil

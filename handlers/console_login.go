@@ -21,8 +21,6 @@ type Login struct {
 	Sessions *auth.Sessions
 	Clock    scheduling.Clock
 	Version  string
-	// Secure reports whether cookies set on this request must be Secure.
-	Secure func(c echo.Context) bool
 }
 
 // nextPath keeps redirects after login inside the console.
@@ -60,22 +58,24 @@ func (h *Login) Submit(c echo.Context) error {
 	if p.Role == auth.RoleWorker {
 		return h.page(c, http.StatusForbidden, c.FormValue("next"), "Worker tokens are for the worker protocol, not the console.")
 	}
-	// A fresh value at every login: a cookie planted before sign-in is
+	// A fresh session at every login: a cookie planted before sign-in is
 	// worthless afterwards (no session fixation).
-	value, err := h.Sessions.Issue(p.Name, h.Clock.Now())
+	value, err := h.Sessions.Start(c.Request().Context(), p, h.Clock.Now())
 	if err != nil {
 		return err
 	}
-	c.SetCookie(&http.Cookie{
-		Name: SessionCookie, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: h.Secure(c), MaxAge: int(h.Sessions.TTL / time.Second),
-	})
+	SetCookie(c, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", MaxAge: int(h.Sessions.TTL / time.Second)})
 	return c.Redirect(http.StatusSeeOther, nextPath(c.FormValue("next")))
 }
 
-// Logout answers POST /waterline/logout.
+// Logout answers POST /waterline/logout: the session ends in the database,
+// so the cookie is dead on every replica even if it was copied.
 func (h *Login) Logout(c echo.Context) error {
-	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: h.Secure(c), MaxAge: -1})
+	if ck, err := c.Cookie(SessionCookie); err == nil && h.Store.Enabled() {
+		if err := h.Sessions.End(c.Request().Context(), ck.Value); err != nil {
+			return err
+		}
+	}
+	SetCookie(c, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1})
 	return c.Redirect(http.StatusSeeOther, consolePrefix+"/login")
 }

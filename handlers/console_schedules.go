@@ -165,7 +165,11 @@ func (h *Console) Bulk(c echo.Context) error {
 		return r.redirect(back, views.Flash{Kind: "error", Message: "Select at least one schedule first."})
 	}
 	var done int
-	var failed []string
+	// Failures are summarised by reason with a few example IDs: a bulk
+	// action may cover thousands of schedules, and the flash is a cookie.
+	failed := map[string][]string{}
+	var reasons []string
+	failedCount := 0
 	for _, id := range ids {
 		if action == "pause" {
 			_, err = h.Service.Pause(c.Request().Context(), r.ns, id, scheduling.PauseInput{Reason: reason}, r.cc(reason))
@@ -183,14 +187,36 @@ func (h *Console) Bulk(c echo.Context) error {
 		if !known {
 			msg = "not found"
 		}
-		failed = append(failed, id+" ("+msg+")")
+		if _, seen := failed[msg]; !seen {
+			reasons = append(reasons, msg)
+		}
+		failed[msg] = append(failed[msg], id)
+		failedCount++
 	}
 	f := views.Flash{Kind: "ok", Message: fmt.Sprintf("%s %s.", verb, countWord(done, "schedule", "schedules"))}
-	if len(failed) > 0 {
+	if failedCount > 0 {
 		f.Kind = "error"
-		f.Message += fmt.Sprintf(" Not changed: %s.", strings.Join(failed, "; "))
+		parts := make([]string, 0, len(reasons))
+		for _, msg := range reasons {
+			parts = append(parts, bulkFailure(failed[msg], msg))
+		}
+		const maxReasons = 3
+		if len(parts) > maxReasons {
+			parts = append(parts[:maxReasons], fmt.Sprintf("%d other reasons", len(parts)-maxReasons))
+		}
+		f.Message += fmt.Sprintf(" Not changed: %s.", strings.Join(parts, "; "))
 	}
 	return r.redirect(back, f)
+}
+
+// bulkFailure names up to three of the IDs refused for one reason: "a, b
+// (not found)" or "a, b, c and 9,897 more (schedule is paused)".
+func bulkFailure(ids []string, reason string) string {
+	const shown = 3
+	if len(ids) <= shown {
+		return strings.Join(ids, ", ") + " (" + reason + ")"
+	}
+	return fmt.Sprintf("%s and %d more (%s)", strings.Join(ids[:shown], ", "), len(ids)-shown, reason)
 }
 
 func countWord(n int, one, many string) string {

@@ -50,7 +50,7 @@ func (h *Worker) Poll(c echo.Context) error {
 		return err
 	}
 	runs, err := h.Service.Poll(c.Request().Context(), scheduling.PollRequest{
-		Namespace: ns, Connection: req.Connection, Queue: req.Queue, WorkerID: req.WorkerID,
+		Namespace: ns, Connection: req.Connection, Queue: req.Queue, WorkerID: req.WorkerID, Principal: principalName(c),
 		Limit: req.Limit, LeaseSeconds: req.LeaseSeconds, Wait: time.Duration(req.WaitSeconds) * time.Second,
 	})
 	if err != nil {
@@ -94,7 +94,7 @@ func (h *Worker) Heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.Heartbeat(c.Request().Context(), ns, c.Param("run_id"), req.WorkerID, req.LeaseSeconds)
+	run, err := h.Service.Heartbeat(c.Request().Context(), ns, c.Param("run_id"), holder(c, req.WorkerID), req.LeaseSeconds)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (h *Worker) Complete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.CompleteRun(c.Request().Context(), ns, c.Param("run_id"), req.WorkerID, req.Output)
+	run, err := h.Service.CompleteRun(c.Request().Context(), ns, c.Param("run_id"), holder(c, req.WorkerID), req.Output)
 	if err != nil {
 		return err
 	}
@@ -137,9 +137,22 @@ func (h *Worker) Fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), req.WorkerID, req.Message, req.Type)
+	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), holder(c, req.WorkerID), req.Message, req.Type)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, apijson.FromRun(run))
+}
+
+// holder is the lease holder a worker request speaks for: its token's
+// principal and the worker_id in its body.
+func holder(c echo.Context, workerID string) scheduling.LeaseHolder {
+	return scheduling.LeaseHolder{Principal: principalName(c), WorkerID: workerID}
+}
+
+func principalName(c echo.Context) string {
+	if p := PrincipalFrom(c); p != nil {
+		return p.Name
+	}
+	return ""
 }

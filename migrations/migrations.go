@@ -61,6 +61,13 @@ func Load(db bun.IDB) ([]Migration, error) {
 		out = append(out, Migration{Version: version, Name: name, SQL: string(body)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	// Versions are the bookkeeping key: two files with one number (branches
+	// merged without renumbering) would silently skip one of them.
+	for i := 1; i < len(out); i++ {
+		if out[i].Version == out[i-1].Version {
+			return nil, fmt.Errorf("read migrations: %s and %s share version %d", out[i-1].Name, out[i].Name, out[i].Version)
+		}
+	}
 	return out, nil
 }
 

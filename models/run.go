@@ -60,6 +60,7 @@ type Run struct {
 	Attempt             int             `bun:"attempt,notnull"`
 	OccurrenceTime      *time.Time      `bun:"occurrence_time"`
 	WorkerID            *string         `bun:"worker_id"`
+	WorkerPrincipal     *string         `bun:"worker_principal"` // the token holding the lease, with WorkerID
 	LeaseExpiresAt      *time.Time      `bun:"lease_expires_at"`
 	RunDeadlineAt       *time.Time      `bun:"run_deadline_at"`
 	ExecutionDeadlineAt *time.Time      `bun:"execution_deadline_at"`

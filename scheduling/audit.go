@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidelinehq/tideline/models"
 )
@@ -28,6 +29,33 @@ type CommandContext struct {
 	Actor     string `json:"actor,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+}
+
+// MaxReasonLength caps the reason an operator gives for a change; it is
+// stored in the audit stream and the run history, which are kept for the
+// schedule's lifetime, so free text there must be bounded.
+const MaxReasonLength = 4096
+
+// MaxRequestIDLength matches what the HTTP layer accepts as X-Request-Id.
+const MaxRequestIDLength = 64
+
+// validate bounds the free text of a command context before it is stored.
+// Every use case that takes one calls it first.
+func (c *CommandContext) validate() error {
+	if c == nil {
+		return nil
+	}
+	v := &ValidationError{Code: "validation_failed"}
+	if utf8.RuneCountInString(c.Reason) > MaxReasonLength {
+		v.Add("reason", fmt.Sprintf("must be at most %d characters", MaxReasonLength))
+	}
+	if utf8.RuneCountInString(c.Actor) > MaxNameLength {
+		v.Add("actor", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+	if len(c.RequestID) > MaxRequestIDLength {
+		v.Add("request_id", fmt.Sprintf("must be at most %d characters", MaxRequestIDLength))
+	}
+	return v.OrNil()
 }
 
 func (c *CommandContext) empty() bool {

@@ -158,7 +158,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 						return
 					}
 					for _, r := range claimed {
-						if _, err := svc.CompleteRun(ctx, "default", r.ID, "", nil); err != nil {
+						if _, err := svc.CompleteRun(ctx, "default", r.ID, scheduling.LeaseHolder{WorkerID: fmt.Sprint("p", p)}, nil); err != nil {
 							b.Error(err)
 							return
 						}

@@ -12,9 +12,6 @@ import (
 	"github.com/gorhill/cronexpr"
 )
 
-// maxCronLength keeps parsing and description work bounded for hostile input.
-const maxCronLength = 256
-
 // maxCronScan bounds the wall-clock candidates one Next call may inspect. A
 // minutely expression needs at most about twice the largest DST jump in
 // minutes (a whole skipped day, as Samoa did in 2011, is 2·1440), so reaching
@@ -140,9 +137,6 @@ func parseCron(source string) (*cronExpr, string) {
 	text := strings.TrimSpace(source)
 	if text == "" {
 		return nil, "cron expression is empty; write 5 fields (minute hour day-of-month month day-of-week), e.g. \"0 2 * * *\""
-	}
-	if len(text) > maxCronLength {
-		return nil, fmt.Sprintf("cron expression is longer than %d characters", maxCronLength)
 	}
 	if strings.HasPrefix(text, "@") {
 		word := strings.ToLower(strings.Fields(text)[0])

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
@@ -12,6 +13,10 @@ type SpecPreview struct {
 	FireTimes   []time.Time
 }
 
+// MaxPreviewCount caps how many fire times one preview lists: with the
+// spec bounds of Compile it keeps a preview's work small and fixed.
+const MaxPreviewCount = 100
+
 // PreviewSpec validates a spec and lists its next count canonical fire
 // times after `after`. Field errors carry the "spec." prefix, like Create's.
 func PreviewSpec(spec models.Spec, after time.Time, count int) (*SpecPreview, error) {
@@ -19,6 +24,9 @@ func PreviewSpec(spec models.Spec, after time.Time, count int) (*SpecPreview, er
 		spec.Timezone = "UTC"
 	}
 	v := &ValidationError{Code: "validation_failed"}
+	if count < 1 || count > MaxPreviewCount {
+		v.Add("count", fmt.Sprintf("must be between 1 and %d", MaxPreviewCount))
+	}
 	compiled := compileField(v, spec)
 	if err := v.OrNil(); err != nil {
 		return nil, err

@@ -59,24 +59,24 @@ func TestRunLifecycleThroughTheWorkerProtocol(t *testing.T) {
 		require.Equal(t, "overlap_policy_skip", rows[0].Reason)
 
 		f.clock.Advance(10 * time.Second)
-		hb, err := f.svc.Heartbeat(f.ctx, "default", run.ID, "", 60)
+		hb, err := f.svc.Heartbeat(f.ctx, "default", run.ID, w1, 60)
 		require.NoError(t, err)
 		require.Nil(t, hb.CancelRequestedAt)
 		require.Equal(t, f.clock.Now().Add(time.Minute), hb.LeaseExpiresAt.UTC())
 
-		_, err = f.svc.CompleteRun(f.ctx, "default", run.ID, "w2", nil)
+		_, err = f.svc.CompleteRun(f.ctx, "default", run.ID, scheduling.LeaseHolder{WorkerID: "w2"}, nil)
 		var held *scheduling.ConflictError
 		require.ErrorAs(t, err, &held, "another worker may not finish a run it does not hold")
 		require.Equal(t, "run_held_by_another_worker", held.Code)
 
-		done, err := f.svc.CompleteRun(f.ctx, "default", run.ID, "w1", json.RawMessage(`{"invoices":42}`))
+		done, err := f.svc.CompleteRun(f.ctx, "default", run.ID, w1, json.RawMessage(`{"invoices":42}`))
 		require.NoError(t, err)
 		require.Equal(t, models.RunCompleted, done.Status)
-		_, err = f.svc.CompleteRun(f.ctx, "default", run.ID, "", nil)
+		_, err = f.svc.CompleteRun(f.ctx, "default", run.ID, w1, nil)
 		var c *scheduling.ConflictError
 		require.ErrorAs(t, err, &c, "completing twice")
 		require.Equal(t, "run_not_running", c.Code)
-		_, err = f.svc.CompleteRun(f.ctx, "other", run.ID, "", nil)
+		_, err = f.svc.CompleteRun(f.ctx, "other", run.ID, w1, nil)
 		require.ErrorIs(t, err, scheduling.ErrNotFound, "another namespace's run is not found")
 
 		// …and the following one starts again once the run completed.
@@ -127,7 +127,7 @@ func TestLeasesTimeoutsCancelAndTerminate(t *testing.T) {
 
 		// Keep run 1 alive past the lease; run 0 stops heartbeating.
 		f.clock.Advance(20 * time.Second)
-		hb, err := f.svc.Heartbeat(f.ctx, "default", ids[1], "", 120)
+		hb, err := f.svc.Heartbeat(f.ctx, "default", ids[1], w1, 120)
 		require.NoError(t, err)
 		require.NotNil(t, hb.CancelRequestedAt, "the worker learns about the cancellation")
 		f.clock.Advance(15 * time.Second)
@@ -165,7 +165,7 @@ func TestWorkerReportsCancellation(t *testing.T) {
 	require.Len(t, f.poll(1, 30), 1)
 	_, err = f.svc.CancelRun(f.ctx, "default", res.RunID, nil)
 	require.NoError(t, err)
-	run, err := f.svc.FailRun(f.ctx, "default", res.RunID, "", "stopped on request", "cancelled")
+	run, err := f.svc.FailRun(f.ctx, "default", res.RunID, w1, "stopped on request", "cancelled")
 	require.NoError(t, err)
 	require.Equal(t, models.RunCancelled, run.Status)
 }
@@ -251,3 +251,6 @@ func TestExecutionDeadlineTimesOutAmongWaitingRuns(t *testing.T) {
 		require.Len(t, active.Runs, 20, "the waiting runs are untouched")
 	})
 }
+
+// w1 is the lease holder of runs the fixture's poll claims.
+var w1 = scheduling.LeaseHolder{WorkerID: "w1"}

@@ -119,6 +119,9 @@ type CreateInput struct {
 // Create validates and stores a schedule, recording ScheduleCreated (and
 // SchedulePaused when it starts paused).
 func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext) (*models.Schedule, error) {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
@@ -263,6 +266,9 @@ var errUnchanged = errors.New("unchanged")
 // is the skeleton of every single-schedule change.
 func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *CommandContext,
 	fn func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error) (*models.Schedule, error) {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
 	var out *models.Schedule
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sch, err := models.LockSchedule(ctx, tx, namespace, scheduleID)
@@ -296,10 +302,6 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 	}
 	return out, nil
 }
-
-// MaxReasonLength bounds a pause reason (runes): it is stored on the
-// schedule and in the audit stream.
-const MaxReasonLength = 4096
 
 // PauseInput is why a schedule is paused and, optionally, until when.
 type PauseInput struct {

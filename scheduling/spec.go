@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidelinehq/tideline/models"
 )
@@ -55,6 +56,9 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 		verr.Add("cron_expressions", "add at least one cron expression or interval")
 		return nil, verr
 	}
+	if checkSpecSize(verr, spec) {
+		return nil, verr
+	}
 
 	loc, why := loadZone(spec.Timezone)
 	if why != "" {
@@ -91,6 +95,39 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 	}
 	c.description = describeSpec(c, spec)
 	return c, nil
+}
+
+// Bounds on one spec. Every path that turns user input into fire times
+// (create, update, API and console previews, the tick) compiles through
+// Compile, so this is the one place a spec's cost is capped: without it a
+// viewer's preview of 76,000 expressions took seconds and hundreds of MB.
+// Real schedules use a handful of parts; 64 leaves ample room.
+const (
+	MaxSpecParts      = 64  // cron expressions and intervals together
+	MaxSpecPartLength = 256 // characters in one expression, every, offset or timezone
+)
+
+// checkSpecSize files the size problems of spec in verr, before any part is
+// parsed, and reports whether there were any.
+func checkSpecSize(verr *ValidationError, spec models.Spec) bool {
+	if n := len(spec.CronExpressions) + len(spec.Intervals); n > MaxSpecParts {
+		verr.Add("cron_expressions", fmt.Sprintf("a spec may have at most %d cron expressions and intervals together (this one has %d)", MaxSpecParts, n))
+		return true
+	}
+	tooLong := func(field, value string) {
+		if utf8.RuneCountInString(value) > MaxSpecPartLength {
+			verr.Add(field, fmt.Sprintf("is longer than %d characters", MaxSpecPartLength))
+		}
+	}
+	for i, source := range spec.CronExpressions {
+		tooLong(fmt.Sprintf("cron_expressions[%d]", i), source)
+	}
+	for i, iv := range spec.Intervals {
+		tooLong(fmt.Sprintf("intervals[%d].every", i), iv.Every)
+		tooLong(fmt.Sprintf("intervals[%d].offset", i), iv.Offset)
+	}
+	tooLong("timezone", spec.Timezone)
+	return len(verr.Fields) > 0
 }
 
 // loadZone resolves an IANA name; empty means UTC.

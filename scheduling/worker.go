@@ -24,10 +24,13 @@ const (
 
 // PollRequest asks for pending runs of one queue.
 type PollRequest struct {
-	Namespace    string
-	Connection   string
-	Queue        string
-	WorkerID     string
+	Namespace  string
+	Connection string
+	Queue      string
+	WorkerID   string
+	// Principal is the authenticated caller (the token's name): the lease
+	// is held by it and WorkerID together.
+	Principal    string
 	Limit        int
 	LeaseSeconds int
 	Wait         time.Duration // long-poll: how long to wait when nothing is pending
@@ -115,6 +118,9 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 			if req.WorkerID != "" {
 				run.WorkerID = &req.WorkerID
 			}
+			if req.Principal != "" {
+				run.WorkerPrincipal = &req.Principal
+			}
 			if err := s.transition(ctx, tx, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
 				return err
 			}
@@ -169,10 +175,38 @@ func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runI
 	return run, nil
 }
 
-// runChange runs fn on one locked run in a transaction.
-func (s *Service) runChange(ctx context.Context, namespace, runID, workerID string, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error) (*models.Run, error) {
-	if len(workerID) > MaxNameLength {
-		return nil, NewValidationError("worker_id", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+// LeaseHolder names who acts on a leased run: the authenticated principal
+// and the worker ID it polled with. Both must match the lease, so one token
+// cannot finish another's runs, nor a worker another worker's.
+type LeaseHolder struct {
+	Principal string
+	WorkerID  string
+}
+
+func (h LeaseHolder) validate() error {
+	switch {
+	case h.WorkerID == "":
+		return NewValidationError("worker_id", "is required: the worker_id this worker polled with")
+	case len(h.WorkerID) > MaxNameLength:
+		return NewValidationError("worker_id", fmt.Sprintf("must be at most %d characters", MaxNameLength))
+	}
+	return nil
+}
+
+// holds reports whether h holds run's lease. A lease taken without a
+// worker ID (or before principals were recorded) binds only what it named.
+func (h LeaseHolder) holds(run *models.Run) bool {
+	return (run.WorkerPrincipal == nil || *run.WorkerPrincipal == h.Principal) &&
+		(run.WorkerID == nil || *run.WorkerID == h.WorkerID)
+}
+
+// runChange runs fn on one locked run in a transaction. holder is nil for
+// operator actions (cancel, terminate), which need no lease.
+func (s *Service) runChange(ctx context.Context, namespace, runID string, holder *LeaseHolder, requireRunning bool, fn func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error) (*models.Run, error) {
+	if holder != nil {
+		if err := holder.validate(); err != nil {
+			return nil, err
+		}
 	}
 	var changed *models.Run
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -183,8 +217,7 @@ func (s *Service) runChange(ctx context.Context, namespace, runID, workerID stri
 		if requireRunning && run.Status != models.RunRunning {
 			return conflict("run_not_running", "run %q is %s, not running", runID, run.Status)
 		}
-		// A worker that names itself may only act on the runs it holds.
-		if workerID != "" && run.WorkerID != nil && *run.WorkerID != workerID {
+		if holder != nil && !holder.holds(run) {
 			return conflict("run_held_by_another_worker", "run %q is held by another worker", runID)
 		}
 		changed = run
@@ -200,14 +233,14 @@ func (s *Service) runChange(ctx context.Context, namespace, runID, workerID stri
 
 // Heartbeat extends a running run's lease and tells the worker whether an
 // operator (or an overlap policy) asked it to stop.
-func (s *Service) Heartbeat(ctx context.Context, namespace, runID, workerID string, leaseSeconds int) (*models.Run, error) {
+func (s *Service) Heartbeat(ctx context.Context, namespace, runID string, holder LeaseHolder, leaseSeconds int) (*models.Run, error) {
 	if leaseSeconds == 0 {
 		leaseSeconds = DefaultLeaseSeconds
 	}
 	if leaseSeconds < 1 || leaseSeconds > MaxLeaseSeconds {
 		return nil, NewValidationError("lease_seconds", fmt.Sprintf("must be between 1 and %d", MaxLeaseSeconds))
 	}
-	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, &holder, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(leaseSeconds) * time.Second))
 		run.UpdatedAt = now
 		return models.UpdateRun(ctx, tx, run)
@@ -215,11 +248,11 @@ func (s *Service) Heartbeat(ctx context.Context, namespace, runID, workerID stri
 }
 
 // CompleteRun records a run's successful result.
-func (s *Service) CompleteRun(ctx context.Context, namespace, runID, workerID string, output json.RawMessage) (*models.Run, error) {
+func (s *Service) CompleteRun(ctx context.Context, namespace, runID string, holder LeaseHolder, output json.RawMessage) (*models.Run, error) {
 	if len(output) > 0 && !json.Valid(output) {
 		return nil, NewValidationError("output", "must be valid JSON")
 	}
-	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, &holder, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		run.Output = output
 		return s.finish(ctx, tx, out, run, now, models.RunCompleted, RunEventCompleted, map[string]any{})
 	})
@@ -228,11 +261,11 @@ func (s *Service) CompleteRun(ctx context.Context, namespace, runID, workerID st
 // FailRun records the failure of a run's attempt; the run is retried when
 // its retry policy allows (see failAttempt). A worker that stops because it
 // was asked to cancel reports type "cancelled"; the run then ends cancelled.
-func (s *Service) FailRun(ctx context.Context, namespace, runID, workerID, message, failureType string) (*models.Run, error) {
+func (s *Service) FailRun(ctx context.Context, namespace, runID string, holder LeaseHolder, message, failureType string) (*models.Run, error) {
 	if message == "" {
 		return nil, NewValidationError("message", "is required")
 	}
-	return s.runChange(ctx, namespace, runID, workerID, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
+	return s.runChange(ctx, namespace, runID, &holder, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if failureType == "cancelled" && run.CancelRequestedAt != nil {
 			return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": message})
 		}
@@ -244,7 +277,10 @@ func (s *Service) FailRun(ctx context.Context, namespace, runID, workerID, messa
 
 // CancelRun asks a run to stop gracefully (a pending run is cancelled at once).
 func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
-	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
+	return s.runChange(ctx, namespace, runID, nil, false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if run.CancelRequestedAt != nil {
 			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
 		}
@@ -254,7 +290,10 @@ func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *Co
 
 // TerminateRun stops a run at once.
 func (s *Service) TerminateRun(ctx context.Context, namespace, runID string, cc *CommandContext) (*models.Run, error) {
-	return s.runChange(ctx, namespace, runID, "", false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
+	return s.runChange(ctx, namespace, runID, nil, false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		return s.terminate(ctx, tx, out, now, run.ID, operatorReason("terminate", cc))
 	})
 }

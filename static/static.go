@@ -4,7 +4,10 @@ package static
 
 import (
 	"embed"
+	"io/fs"
 	"net/http"
+	"path"
+	"strings"
 )
 
 //go:embed *.css *.js
@@ -12,11 +15,23 @@ var files embed.FS
 
 // Handler serves the embedded files; the caller strips the URL prefix.
 func Handler() http.Handler {
-	fs := http.FileServerFS(files)
+	server := http.FileServerFS(files)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Files only: FileServer would list a directory ("/static/"), which
+		// tells a visitor nothing they need and the build's contents.
+		if f, err := files.Open(strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")); err != nil || isDir(f) {
+			http.NotFound(w, r)
+			return
+		}
 		// Asset names change with their content (htmx) or are tiny; an hour of
 		// caching keeps pages fast without pinning a stale stylesheet for long.
 		w.Header().Set("Cache-Control", "public, max-age=3600")
-		fs.ServeHTTP(w, r)
+		server.ServeHTTP(w, r)
 	})
+}
+
+func isDir(f fs.File) bool {
+	defer f.Close()
+	info, err := f.Stat()
+	return err != nil || info.IsDir()
 }

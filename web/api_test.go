@@ -55,6 +55,7 @@ func (f *apiFixture) do(method, path, body string, header ...string) response {
 	}
 	req := httptest.NewRequest(method, path, rdr)
 	req.RemoteAddr = "127.0.0.1:40000" // local mode serves loopback clients only
+	req.Host = "127.0.0.1:8080"        // and addressed to this machine (no DNS rebinding)
 	req.Header.Set("Content-Type", "application/json")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -400,20 +401,20 @@ func TestAPIWorkerProtocol(t *testing.T) {
 		require.Equal(t, []any{1.0, 2.0}, claimed["input"])
 		require.Equal(t, "2026-07-16T12:00:20.000000Z", claimed["lease_expires_at"])
 
-		hb := f.must(200, "POST", "/api/v2/worker/runs/"+run+"/heartbeat", `{"lease_seconds":60}`)
+		hb := f.must(200, "POST", "/api/v2/worker/runs/"+run+"/heartbeat", `{"lease_seconds":60,"worker_id":"go-1"}`)
 		require.Equal(t, false, hb["cancel_requested"])
 		f.must(200, "POST", v2+"/runs/"+run+"/cancel", `{"reason":"deploy"}`)
-		require.Equal(t, true, f.must(200, "POST", "/api/v2/worker/runs/"+run+"/heartbeat", ``)["cancel_requested"])
+		require.Equal(t, true, f.must(200, "POST", "/api/v2/worker/runs/"+run+"/heartbeat", `{"worker_id":"go-1"}`)["cancel_requested"])
 
-		done := f.must(200, "POST", v2+"/worker/runs/"+run+"/complete", `{"output":{"ok":true}}`)
+		done := f.must(200, "POST", v2+"/worker/runs/"+run+"/complete", `{"output":{"ok":true},"worker_id":"go-1"}`)
 		require.Equal(t, "completed", done["status"])
-		code, _ := errorOf(t, f.must(409, "POST", "/api/v2/worker/runs/"+run+"/complete", `{}`))
+		code, _ := errorOf(t, f.must(409, "POST", "/api/v2/worker/runs/"+run+"/complete", `{"worker_id":"go-1"}`))
 		require.Equal(t, "run_not_running", code)
-		code, _ = errorOf(t, f.must(404, "POST", "/api/v2/worker/runs/"+run+"/complete", `{"namespace":"other"}`))
+		code, _ = errorOf(t, f.must(404, "POST", "/api/v2/worker/runs/"+run+"/complete", `{"namespace":"other","worker_id":"go-1"}`))
 		require.Equal(t, "run_not_found", code)
 		code, _ = errorOf(t, f.must(400, "POST", "/api/v2/worker/runs/"+run+"/fail", `{"message":`))
 		require.Equal(t, "invalid_json", code)
-		code, _ = errorOf(t, f.must(404, "POST", "/api/v2/worker/runs/nope/heartbeat", ``))
+		code, _ = errorOf(t, f.must(404, "POST", "/api/v2/worker/runs/nope/heartbeat", `{"worker_id":"go-1"}`))
 		require.Equal(t, "run_not_found", code)
 		_, fields := errorOf(t, f.must(422, "POST", "/api/v2/worker/poll", `{"limit":1000}`))
 		require.Contains(t, fields, "limit")
@@ -527,9 +528,9 @@ func TestAPIRequestBodiesAreNeverDropped(t *testing.T) {
 		require.Equal(t, "json with charset", f.must(200, "GET", v2+"/schedules/b", "")["pause_reason"])
 
 		for body, key := range map[string]string{
-			`{"schedule_id":"a","schedule_id":"d","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"}}`: "schedule_id",
+			`{"schedule_id":"a","schedule_id":"d","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"}}`:                        "schedule_id",
 			`{"schedule_id":"a","spec":{"timezone":"UTC","cron_expressions":["0 * * * *"],"timezone":"Asia/Tokyo"},"action":{"workflow_type":"w"}}`: "spec.timezone",
-			`{"schedule_id":"a","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w","input":{"k":1,"k":2}}}`: "action.input.k",
+			`{"schedule_id":"a","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w","input":{"k":1,"k":2}}}`:                    "action.input.k",
 		} {
 			res := f.do("POST", v2+"/schedules", body)
 			require.Equal(t, 400, res.Status, res.Raw)

@@ -1,6 +1,9 @@
 package web
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"net/url"
@@ -41,17 +44,6 @@ type guard struct {
 	clock scheduling.Clock
 }
 
-// isLoopback reports whether the TCP peer is this machine. It reads the
-// connection's address, never a forwarded header a client could forge.
-func isLoopback(c echo.Context) bool {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func (g *guard) local() bool { return !g.Store.Enabled() }
 
 func setPrincipal(c echo.Context, p *auth.Principal) {
@@ -59,22 +51,27 @@ func setPrincipal(c echo.Context, p *auth.Principal) {
 	c.Set(handlers.ActorKey, p.Name)
 }
 
-var errLocalOnly = echo.NewHTTPError(http.StatusForbidden, "local mode serves loopback clients only; configure tokens to allow remote access")
+// bearerToken reads "Authorization: Bearer <token>". The scheme is
+// case-insensitive (RFC 9110 §11.1), so "bearer" works too.
+func bearerToken(c echo.Context) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(c.Request().Header.Get(echo.HeaderAuthorization)), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
 
 // api authenticates bearer tokens and checks the route's permission:
 // 401 without a valid token, 403 when the role lacks perm.
 func (g *guard) api(perm auth.Permission) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if g.local() {
-				if !isLoopback(c) {
-					return errLocalOnly
-				}
+			if g.local() { // localOnly has vetted the peer, the Host and the origin
 				setPrincipal(c, auth.Local)
 				return next(c)
 			}
-			token, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			p, found := g.Store.Authenticate(strings.TrimSpace(token))
+			token, ok := bearerToken(c)
+			p, found := g.Store.Authenticate(token)
 			if !ok || !found {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="tideline"`)
 				return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
@@ -88,21 +85,19 @@ func (g *guard) api(perm auth.Permission) echo.MiddlewareFunc {
 	}
 }
 
-// console authenticates the session cookie (or local mode) and checks the
-// route's permission. Anonymous visitors are sent to the login page.
+// console checks the route's permission for the session that
+// consoleSession found (or local mode). Anonymous visitors are sent to the
+// login page.
 func (g *guard) console(perm auth.Permission) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if g.local() {
-				if !isLoopback(c) {
-					return errLocalOnly
-				}
+			if g.local() { // localOnly has vetted the peer, the Host and the origin
 				setPrincipal(c, auth.Local)
 				c.Set(handlers.BannerKey, LocalModeBanner)
 				return next(c)
 			}
-			p := g.sessionPrincipal(c)
-			if p == nil {
+			s := sessionFrom(c)
+			if s == nil {
 				login := "/waterline/login?next=" + url.QueryEscape(c.Request().URL.RequestURI())
 				if c.Request().Header.Get("HX-Request") == "true" {
 					c.Response().Header().Set("HX-Redirect", login)
@@ -113,59 +108,151 @@ func (g *guard) console(perm auth.Permission) echo.MiddlewareFunc {
 				}
 				return c.Redirect(http.StatusSeeOther, login)
 			}
-			if !p.Can(perm) {
-				return echo.NewHTTPError(http.StatusForbidden, "role "+p.Role+" may not "+perm.String())
+			if !s.Principal.Can(perm) {
+				return echo.NewHTTPError(http.StatusForbidden, "role "+s.Principal.Role+" may not "+perm.String())
 			}
-			setPrincipal(c, p)
+			setPrincipal(c, s.Principal)
 			return next(c)
 		}
 	}
 }
 
-// sessionPrincipal resolves the session cookie to a configured principal.
-func (g *guard) sessionPrincipal(c echo.Context) *auth.Principal {
-	cookie, err := c.Cookie(handlers.SessionCookie)
-	if err != nil || g.Sessions == nil {
-		return nil
-	}
-	name, err := g.Sessions.Verify(cookie.Value, g.clock.Now())
-	if err != nil {
-		return nil
-	}
-	p, ok := g.Store.Lookup(name)
-	if !ok {
-		return nil
-	}
-	return p
+const sessionKey = "tideline.session"
+
+func sessionFrom(c echo.Context) *auth.Session {
+	s, _ := c.Get(sessionKey).(*auth.Session)
+	return s
 }
 
-// csrf requires the CSRF token on every state-changing console request:
-// the _csrf cookie must match the _csrf form field or X-CSRF-Token header.
-func csrf(a Auth) echo.MiddlewareFunc {
-	return middleware.CSRFWithConfig(middleware.CSRFConfig{
-		TokenLookup:    "header:X-CSRF-Token,form:_csrf",
-		CookieName:     "_csrf",
-		CookiePath:     "/waterline",
-		CookieHTTPOnly: true,
-		CookieSameSite: http.SameSiteLaxMode,
-		CookieSecure:   a.SecureCookies,
-		ContextKey:     "csrf",
-		ErrorHandler: func(err error, c echo.Context) error {
-			return echo.NewHTTPError(http.StatusForbidden, "the form expired or came from another site (CSRF token missing or wrong); reload the page and try again")
-		},
-	})
+// consoleSession runs first on every console request: it says whether
+// cookies must be Secure, and resolves the session cookie (one database
+// read) for the CSRF check and the route guards after it.
+func (g *guard) consoleSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(handlers.SecureCookiesKey, g.secure(c))
+		if g.local() {
+			return next(c)
+		}
+		ck, err := c.Cookie(handlers.SessionCookie)
+		if err != nil || ck.Value == "" {
+			return next(c)
+		}
+		s, err := g.Sessions.Resolve(c.Request().Context(), ck.Value, g.Store, g.clock.Now())
+		switch {
+		case err == nil:
+			c.Set(sessionKey, s)
+		case err != auth.ErrSession:
+			return err // the store failed: a 500, not a silent sign-out
+		}
+		return next(c)
+	}
 }
 
-// loginRateLimit slows token guessing: 10 attempts per minute per client
-// address (the connection's, see NewServer's IP extractor), bursts of 5.
-func loginRateLimit() echo.MiddlewareFunc {
+var errCSRF = echo.NewHTTPError(http.StatusForbidden, "the form expired or came from another site (CSRF token missing or wrong); reload the page and try again")
+
+// csrf requires, on every state-changing console request, a token bound to
+// who is asking: derived from the session's secret ID (so a _csrf cookie
+// tossed in from a sibling domain proves nothing), from the server's key in
+// local mode, and from a pre-session cookie on the login form. Browsers
+// that label a post cross-site or same-site (another subdomain or port,
+// where cookie tossing comes from) are refused before the token is read.
+func (g *guard) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		token := g.Sessions.CSRFToken(g.csrfBinding(c))
+		c.Set("csrf", token) // handlers render it into every form (handlers.csrfToken)
+		if isSafeMethod(c.Request().Method) {
+			return next(c)
+		}
+		switch c.Request().Header.Get(echo.HeaderSecFetchSite) {
+		case "cross-site", "same-site":
+			return errCSRF
+		}
+		got := c.Request().Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = c.FormValue("_csrf")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			return errCSRF
+		}
+		return next(c)
+	}
+}
+
+// preSessionCookie carries the random value the login form's CSRF token is
+// bound to before anyone has signed in.
+const preSessionCookie = "_csrf"
+
+func (g *guard) csrfBinding(c echo.Context) string {
+	if g.local() {
+		return "local" // no session exists; localOnly keeps other sites out
+	}
+	if s := sessionFrom(c); s != nil {
+		return "session\x00" + s.ID
+	}
+	// Planting this cookie gains an attacker at most a login as himself
+	// (and browsers refuse that cross-site post on Sec-Fetch-Site).
+	if ck, err := c.Cookie(preSessionCookie); err == nil && len(ck.Value) >= 16 && len(ck.Value) <= 64 {
+		return "anonymous\x00" + ck.Value
+	}
+	b := make([]byte, 24)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	v := base64.RawURLEncoding.EncodeToString(b)
+	handlers.SetCookie(c, &http.Cookie{Name: preSessionCookie, Value: v, Path: "/waterline"})
+	return "anonymous\x00" + v
+}
+
+// proxiedClientIP is the client address behind --trust-proxy: the last
+// entry of X-Forwarded-For, the one our proxy appended about its own peer.
+// Earlier entries come from the client itself; trusting them let a client
+// mint a fresh rate-limit key per request. (One proxy hop: behind several,
+// the last entry names the inner proxy, and limits are shared — stricter,
+// never looser.)
+func proxiedClientIP(r *http.Request) string {
+	values := r.Header.Values(echo.HeaderXForwardedFor)
+	if len(values) > 0 {
+		parts := strings.Split(values[len(values)-1], ",")
+		if ip := strings.TrimSpace(parts[len(parts)-1]); net.ParseIP(ip) != nil {
+			return ip
+		}
+	}
+	return echo.ExtractIPDirect()(r)
+}
+
+// loginRateLimit slows token guessing: 10 attempts per minute per key,
+// bursts of 5. Two limits apply to every login: one per client address (see
+// NewServer's IP extractor), one per token prefix, so guessing at one token
+// from many addresses is slowed too.
+func loginRateLimit(key func(c echo.Context) string) echo.MiddlewareFunc {
 	store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
 		Rate: rate.Limit(10.0 / 60.0), Burst: 5, ExpiresIn: 10 * time.Minute,
 	})
 	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: store,
+		Store:               store,
+		IdentifierExtractor: func(c echo.Context) (string, error) { return key(c), nil },
 		DenyHandler: func(c echo.Context, _ string, _ error) error {
 			return echo.NewHTTPError(http.StatusTooManyRequests, "too many sign-in attempts; wait a minute")
 		},
 	})
+}
+
+func byClientAddress(c echo.Context) string { return c.RealIP() }
+
+// tokenPrefixLength covers "tl_" and 9 random characters: enough to tell
+// tokens apart, far too little to help guess one.
+const tokenPrefixLength = 12
+
+func byTokenPrefix(c echo.Context) string {
+	token := strings.TrimSpace(c.FormValue("token"))
+	return "prefix:" + token[:min(len(token), tokenPrefixLength)]
+}
+
+// unboundOnly lets through principals bound to no namespace: the route
+// shows data of every namespace at once.
+func unboundOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if p, ok := c.Get(handlers.PrincipalKey).(*auth.Principal); ok && !p.AllNamespaces() {
+			return echo.NewHTTPError(http.StatusForbidden, "metrics cover every namespace; a token bound to namespaces may not read them")
+		}
+		return next(c)
+	}
 }

@@ -31,11 +31,26 @@ type consoleClient struct {
 	api    *apiFixture
 	jar    *cookiejar.Jar
 	noCSRF bool // post without the CSRF token, like a forged cross-site form
+	// csrf is the token the last page handed out, and the session cookie
+	// it was bound to: like a browser, a post sends the token of a page
+	// seen in the same session.
+	csrf, csrfSession string
+	remoteAddr        string // the client's address; loopback when empty
+	https             bool   // the page is seen over TLS: the jar sends Secure cookies
+}
+
+func (c *consoleClient) jarURL(path string) *url.URL {
+	scheme := "http"
+	if c.https {
+		scheme = "https"
+	}
+	u, err := url.Parse(scheme + "://example.com" + path)
+	require.NoError(c.t, err)
+	return u
 }
 
 func (c *consoleClient) cookie(name string) string {
-	u, _ := url.Parse("http://example.com/waterline/")
-	for _, ck := range c.jar.Cookies(u) {
+	for _, ck := range c.jar.Cookies(c.jarURL("/waterline/")) {
 		if ck.Name == name {
 			return ck.Value
 		}
@@ -60,14 +75,18 @@ var hx = []string{"HX-Request", "true"}
 
 func (c *consoleClient) do(method, path string, form url.Values, header ...string) page {
 	c.t.Helper()
-	// Like a browser, send the CSRF token the console handed out; fetch a
-	// page first when none was handed out yet.
+	// Like a browser, send the CSRF token of a page of this session; fetch
+	// one first when none was handed out yet (the login form when signed out).
 	var csrfToken string
 	if method != http.MethodGet {
-		if csrfToken = c.cookie("_csrf"); csrfToken == "" {
+		if c.csrf == "" || c.csrfSession != c.cookie("tideline_session") {
+			c.csrf = ""
 			c.do(http.MethodGet, "/waterline/schedules", nil)
-			csrfToken = c.cookie("_csrf")
+			if c.csrf == "" {
+				c.do(http.MethodGet, "/waterline/login", nil)
+			}
 		}
+		csrfToken = c.csrf
 	}
 	var body io.Reader
 	if form != nil {
@@ -75,6 +94,10 @@ func (c *consoleClient) do(method, path string, form url.Values, header ...strin
 	}
 	req := httptest.NewRequest(method, path, body)
 	req.RemoteAddr = "127.0.0.1:40000" // local mode serves loopback clients only
+	if c.remoteAddr != "" {
+		req.RemoteAddr = c.remoteAddr
+	}
+	req.Host = "127.0.0.1:8080" // and addressed to this machine (no DNS rebinding)
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
@@ -84,8 +107,7 @@ func (c *consoleClient) do(method, path string, form url.Values, header ...strin
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	u, err := url.Parse("http://example.com" + path)
-	require.NoError(c.t, err)
+	u := c.jarURL(path)
 	for _, ck := range c.jar.Cookies(u) {
 		req.AddCookie(ck)
 	}
@@ -104,6 +126,9 @@ func (c *consoleClient) do(method, path string, form url.Values, header ...strin
 	}
 	doc, err := goquery.NewDocumentFromReader(strings.NewReader(wrapped))
 	require.NoError(c.t, err)
+	if token, ok := doc.Find(`input[name="_csrf"]`).First().Attr("value"); ok && token != "" {
+		c.csrf, c.csrfSession = token, c.cookie("tideline_session")
+	}
 	return page{Status: rec.Code, Header: rec.Header(), Raw: raw, Doc: doc}
 }
 

@@ -76,6 +76,8 @@ func httpCode(status int) string {
 		return "bad_request"
 	case http.StatusTooManyRequests:
 		return "too_many_requests"
+	case http.StatusServiceUnavailable:
+		return "server_busy"
 	}
 	if status >= 500 {
 		return "internal_error"
@@ -84,8 +86,11 @@ func httpCode(status int) string {
 }
 
 func httpMessage(he *echo.HTTPError) string {
-	if he.Code >= 500 {
+	if he.Code >= 500 && he.Code != http.StatusServiceUnavailable { // 503s are ours: "busy, retry"
 		return "internal server error"
+	}
+	if he.Code == http.StatusRequestEntityTooLarge { // echo's body limit says only "Request Entity Too Large"
+		return "request body is larger than 1 MiB (1,048,576 bytes)"
 	}
 	if s, ok := he.Message.(string); ok {
 		return s

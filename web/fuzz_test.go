@@ -197,6 +197,7 @@ func FuzzHistoryQuery(f *testing.F) {
 	setup := func(path, body string, want int) {
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		req.RemoteAddr = "127.0.0.1:40000"
+		req.Host = "127.0.0.1:8080" // and addressed to this machine (no DNS rebinding)
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)

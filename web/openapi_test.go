@@ -325,8 +325,8 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 	polled := f.must(200, "POST", v2+"/worker/poll", `{"worker_id":"w1"}`)
 	same("PollResult", polled)
 	same("ClaimedRun", polled["runs"].([]any)[0].(map[string]any))
-	same("HeartbeatResult", f.must(200, "POST", v2+"/worker/runs/"+trigger["run_id"].(string)+"/heartbeat", ""))
-	same("Run", f.must(200, "POST", v2+"/worker/runs/"+trigger["run_id"].(string)+"/complete", `{"output":{"ok":true}}`))
+	same("HeartbeatResult", f.must(200, "POST", v2+"/worker/runs/"+trigger["run_id"].(string)+"/heartbeat", `{"worker_id":"w1"}`))
+	same("Run", f.must(200, "POST", v2+"/worker/runs/"+trigger["run_id"].(string)+"/complete", `{"output":{"ok":true},"worker_id":"w1"}`))
 
 	f.clock.Advance(24 * time.Hour) // daily-sync is due
 	tick := f.must(200, "POST", v2+"/tick", "")

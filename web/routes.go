@@ -16,12 +16,15 @@ import (
 func registerRoutes(e *echo.Echo, d Deps) {
 	g := &guard{Auth: d.Auth, clock: d.Clock}
 	read, operate, admin, work := g.api(auth.Read), g.api(auth.Operate), g.api(auth.Admin), g.api(auth.Work)
+	previews := concurrencyLimit(previewSlots()) // one pool for API and console previews
 
-	health := &handlers.Health{DB: d.DB}
+	health := &handlers.Health{DB: d.DB, Clock: d.Clock}
 	e.GET("/healthz", health.Live)
 	e.GET("/readyz", health.Ready)
 	if d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()), read)
+		// Metrics count runs and schedules across every namespace, so a
+		// token bound to namespaces may not read them (like tick).
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()), read, unboundOnly)
 	}
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", static.Handler())))
 
@@ -32,7 +35,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a := e.Group(prefix)
 		a.GET("/schedules", api.ListSchedules, read)
 		a.POST("/schedules", api.CreateSchedule, admin)
-		a.POST("/schedules/preview", api.Preview, read)
+		a.POST("/schedules/preview", api.Preview, read, previews)
 		r := a.GET("/schedules/:schedule_id", api.GetSchedule, read)
 		if prefix == "/waterline/api/v2" {
 			r.Name = "api.schedule"
@@ -68,18 +71,18 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	// needs no CSRF token.
 	cRead, cOperate, cAdmin := g.console(auth.Read), g.console(auth.Operate), g.console(auth.Admin)
 	console := &handlers.Console{Service: d.Service, Version: d.Version, Namespace: d.Namespace, Clock: d.Clock}
-	login := &handlers.Login{Store: d.Auth.Store, Sessions: d.Auth.Sessions, Clock: d.Clock, Version: d.Version, Secure: d.Auth.secure}
+	login := &handlers.Login{Store: d.Auth.Store, Sessions: d.Auth.Sessions, Clock: d.Clock, Version: d.Version}
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/waterline") })
-	w := e.Group("/waterline", csrf(d.Auth))
+	w := e.Group("/waterline", g.consoleSession, g.csrf)
 	w.GET("", console.Home, cRead)
 	w.GET("/login", login.Form)
-	w.POST("/login", login.Submit, loginRateLimit())
+	w.POST("/login", login.Submit, loginRateLimit(byClientAddress), loginRateLimit(byTokenPrefix))
 	w.POST("/logout", login.Logout)
 	w.GET("/namespace", console.SwitchNamespace, cRead)
 	w.GET("/schedules", console.Registry, cRead)
 	w.POST("/schedules", console.CreateSchedule, cAdmin)
 	w.GET("/schedules/new", console.NewSchedule, cAdmin)
-	w.POST("/schedules/preview", console.Preview, cRead)
+	w.POST("/schedules/preview", console.Preview, cRead, previews)
 	w.POST("/schedules/bulk", console.Bulk, cOperate)
 	w.GET("/schedules/:schedule_id", console.Detail, cRead)
 	w.GET("/schedules/:schedule_id/edit", console.EditSchedule, cAdmin)

@@ -50,7 +50,7 @@ func NewServer(d Deps) *echo.Echo {
 	// trusted proxy in front of us says otherwise.
 	e.IPExtractor = echo.ExtractIPDirect()
 	if d.Auth.TrustProxy {
-		e.IPExtractor = echo.ExtractIPFromXFFHeader()
+		e.IPExtractor = proxiedClientIP
 	}
 	if d.Auth.Store == nil {
 		d.Auth.Store = &auth.Store{}
@@ -62,8 +62,11 @@ func NewServer(d Deps) *echo.Echo {
 		}
 		d.Auth.Sessions = sessions
 	}
+	if !d.Auth.Sessions.HasStore() {
+		d.Auth.Sessions = d.Auth.Sessions.WithStore(sessionStore{db: d.DB})
+	}
 
-	e.Use(middleware.RequestID())
+	e.Use(requestID)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -82,11 +85,55 @@ func NewServer(d Deps) *echo.Echo {
 		ReferrerPolicy:        "same-origin",
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 	}))
-	e.Use(middleware.BodyLimit("1M"))
+	e.Use(transportHeaders(d.Auth))
+	if !d.Auth.Store.Enabled() {
+		e.Use(localOnly)
+	}
+	// 1 MiB = 1,048,576 bytes, as the docs say ("1M" would be 1,000,000).
+	e.Use(middleware.BodyLimit("1MiB"))
 	e.Use(rejectNUL)
 
 	registerRoutes(e, d)
 	return e
+}
+
+// MaxHeaderBytes bounds a request's headers. Nothing Tideline reads needs
+// more than a few KiB (a bearer token, a session cookie, a request ID);
+// Go's default of 1 MiB let a single header fill logs and the audit stream.
+const MaxHeaderBytes = 64 << 10
+
+// NewHTTPServer wraps the handler in an http.Server with the limits every
+// deployment needs: header size, and timeouts against slow clients.
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+}
+
+// hstsMaxAge is a year: browsers that saw Tideline over TLS never try
+// plain HTTP for it again (subdomains are left to their own owners).
+const hstsMaxAge = "max-age=31536000"
+
+// transportHeaders marks every response no-store (pages and API answers
+// carry schedules, runs and CSRF tokens that must not linger in shared or
+// browser caches; static assets set their own caching), and adds HSTS when
+// the request came over TLS, directly or via a trusted proxy.
+func transportHeaders(a Auth) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set(echo.HeaderCacheControl, "no-store")
+			if a.secure(c) {
+				h.Set(echo.HeaderStrictTransportSecurity, hstsMaxAge)
+			}
+			return next(c)
+		}
+	}
 }
 
 // observeRequests times every request by its route pattern.

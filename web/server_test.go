@@ -25,6 +25,7 @@ func get(t *testing.T, h http.Handler, path string, header map[string]string) *h
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	req.RemoteAddr = "127.0.0.1:40000"
+	req.Host = "127.0.0.1:8080" // and addressed to this machine (no DNS rebinding)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

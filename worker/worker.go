@@ -85,6 +85,12 @@ type Worker struct {
 
 // New returns a worker, or an error when the options cannot work.
 func New(opts Options) (*Worker, error) {
+	// The ID is chosen before the client exists: the server requires it on
+	// every heartbeat and result, not only on poll.
+	if opts.WorkerID == "" {
+		host, _ := os.Hostname() // only a label: an unknown host still makes a unique-enough ID with the pid
+		opts.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
 	client, err := NewClient(ClientOptions{BaseURL: opts.BaseURL, Token: opts.Token, Namespace: opts.Namespace, WorkerID: opts.WorkerID, HTTPClient: opts.HTTPClient})
 	if err != nil {
 		return nil, err
@@ -96,10 +102,6 @@ func New(opts Options) (*Worker, error) {
 	}
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
-	}
-	if w.workerID == "" {
-		host, _ := os.Hostname() // only a label: an unknown host still makes a unique-enough ID with the pid
-		w.workerID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if w.concurrency == 0 {
 		w.concurrency = 1

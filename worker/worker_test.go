@@ -427,3 +427,24 @@ func TestRunStopsWhenThePollIsRejected(t *testing.T) {
 	require.Equal(t, "validation_failed", apiErr.Code)
 	require.Contains(t, apiErr.Fields, "namespace")
 }
+
+// The server requires worker_id on heartbeats and results, so a worker
+// started without one must use the ID it generates for poll everywhere.
+func TestGeneratedWorkerIDFinishesRuns(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		s := newServer(t, db)
+		opts := s.options()
+		opts.WorkerID = ""
+		w, err := worker.New(opts)
+		require.NoError(t, err)
+		w.Register("sync", func(ctx context.Context, run worker.Run) (any, error) { return map[string]bool{"ok": true}, nil })
+		id := s.start("sync", nil)
+		runWorker(t, w)
+		run := s.waitFinished(id)
+		require.Equal(t, models.RunCompleted, run.Status)
+		require.NotEmpty(t, *run.WorkerID)
+		require.NotEqual(t, testWorkerID, *run.WorkerID)
+	})
+}
