@@ -113,7 +113,7 @@ func (s *Service) failAttempt(ctx context.Context, tx bun.IDB, out *outcomes, ru
 	}
 	run.Status = models.RunPending
 	run.AvailableAt = &next
-	run.LeaseExpiresAt, run.WorkerID, run.CancelRequestedAt = nil, nil, nil
+	run.LeaseExpiresAt, run.WorkerID, run.WorkerPrincipal, run.CancelRequestedAt = nil, nil, nil, nil
 	if t := run.RunTimeoutSeconds; t != nil {
 		run.RunDeadlineAt = ptrTime(next.Add(time.Duration(*t) * time.Second))
 	}
