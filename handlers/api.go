@@ -120,6 +120,7 @@ func (h *API) ListSchedules(c echo.Context) error {
 	page, err := h.Service.List(c.Request().Context(), scheduling.ListFilter{
 		Namespace: ns, Statuses: statuses, Text: c.QueryParam("q"), WorkflowType: c.QueryParam("workflow_type"),
 		Label: c.QueryParam("label"), Cursor: c.QueryParam("cursor"), Limit: int(limit),
+		Health: c.QueryParam("health"), Sort: c.QueryParam("sort"),
 	})
 	if err != nil {
 		return err

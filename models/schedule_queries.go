@@ -229,6 +229,12 @@ type ScheduleFilter struct {
 	LabelValue   string
 	AfterID      string // keyset cursor: schedule_id of the last row of the previous page
 	Limit        int
+	// Failing keeps schedules with consecutive failures (health=failing).
+	Failing bool
+	// ByHealth orders by consecutive failures, most first, then by ID;
+	// the keyset cursor is then (AfterFailures, AfterID).
+	ByHealth      bool
+	AfterFailures int64
 }
 
 // ListSchedules returns one page ordered by schedule_id (the unique key
@@ -249,10 +255,25 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	if f.LabelKey != "" {
 		q = q.Where(jsonTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
 	}
-	if f.AfterID != "" {
-		q = q.Where("s.schedule_id > ?", f.AfterID)
+	switch {
+	case f.Failing:
+		q = q.Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id AND h.consecutive_failures > 0")
+	case f.ByHealth:
+		q = q.Join("LEFT JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id")
 	}
-	q = q.OrderExpr("s.schedule_id ASC").Limit(int64(f.Limit + 1))
+	if f.ByHealth {
+		const failures = "COALESCE(h.consecutive_failures, 0)"
+		if f.AfterID != "" {
+			q = q.Where("("+failures+" < ? OR ("+failures+" = ? AND s.schedule_id > ?))", f.AfterFailures, f.AfterFailures, f.AfterID)
+		}
+		q = q.OrderExpr(failures + " DESC, s.schedule_id ASC")
+	} else {
+		if f.AfterID != "" {
+			q = q.Where("s.schedule_id > ?", f.AfterID)
+		}
+		q = q.OrderExpr("s.schedule_id ASC")
+	}
+	q = q.Limit(int64(f.Limit + 1))
 	if err := q.Scan(ctx); err != nil {
 		return nil, false, fmt.Errorf("list schedules: %w", err)
 	}

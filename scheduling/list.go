@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"encoding/base64"
+	"strconv"
 	"strings"
 
 	"github.com/tidelinehq/tideline/models"
@@ -23,6 +24,8 @@ type ListFilter struct {
 	Label        string // "key:value"
 	Cursor       string // opaque, from a previous SchedulePage
 	Limit        int
+	Health       string // "" (any) or "failing": consecutive failures > 0
+	Sort         string // "" or "schedule_id" (default), or "health": most consecutive failures first
 }
 
 // SchedulePage is one page of schedules ordered by schedule ID.
@@ -53,15 +56,28 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	if limit < 1 || limit > MaxListLimit {
 		v.Add("limit", "must be between 1 and 200")
 	}
-	var after string
-	if f.Cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(f.Cursor)
-		if err != nil || !ValidScheduleID(string(raw)) {
-			v.Add("cursor", "is not a cursor returned by this API")
-		}
-		after = string(raw)
+	filter := models.ScheduleFilter{Namespace: f.Namespace, Statuses: statuses, Text: f.Text, WorkflowType: f.WorkflowType, Limit: limit}
+	switch f.Health {
+	case "":
+	case "failing":
+		filter.Failing = true
+	default:
+		v.Add("health", "must be failing (or left out)")
 	}
-	filter := models.ScheduleFilter{Namespace: f.Namespace, Statuses: statuses, Text: f.Text, WorkflowType: f.WorkflowType, AfterID: after, Limit: limit}
+	switch f.Sort {
+	case "", "schedule_id":
+	case "health":
+		filter.ByHealth = true
+	default:
+		v.Add("sort", "must be schedule_id or health")
+	}
+	if f.Cursor != "" {
+		var ok bool
+		filter.AfterFailures, filter.AfterID, ok = decodeListCursor(f.Cursor, filter.ByHealth)
+		if !ok {
+			v.Add("cursor", "is not a cursor returned by this API (for this sort)")
+		}
+	}
 	if f.Label != "" {
 		key, value, ok := strings.Cut(f.Label, ":")
 		if !ok || !labelKeyPattern.MatchString(key) {
@@ -85,7 +101,34 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	}
 	page := &SchedulePage{Schedules: rows, HasMore: more}
 	if more {
-		page.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(rows[len(rows)-1].ScheduleID))
+		page.NextCursor = encodeListCursor(&rows[len(rows)-1], filter.ByHealth)
 	}
 	return page, nil
+}
+
+// encodeListCursor names the last row of a page: its schedule ID, and for
+// the health order its consecutive failures first ("3:nightly").
+func encodeListCursor(last *models.Schedule, byHealth bool) string {
+	key := last.ScheduleID
+	if byHealth {
+		key = strconv.FormatInt(last.Health.ConsecutiveFailures, 10) + ":" + key
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+func decodeListCursor(cursor string, byHealth bool) (failures int64, scheduleID string, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, "", false
+	}
+	key := string(raw)
+	if byHealth {
+		count, id, found := strings.Cut(key, ":")
+		n, err := strconv.ParseInt(count, 10, 64)
+		if !found || err != nil || n < 0 {
+			return 0, "", false
+		}
+		failures, key = n, id
+	}
+	return failures, key, ValidScheduleID(key)
 }

@@ -576,3 +576,74 @@ func TestAPIUnknownRoutesAndMethods(t *testing.T) {
 		require.Equal(t, "GET, PATCH, DELETE", res.Header.Get("Allow"))
 	}
 }
+
+// Health in the API: the registry filter health=failing, the health sort
+// with its keyset cursor, and the health fields of describe and list.
+func TestAPIHealthFilterAndSort(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newAPI(t, db, "")
+		const v2 = "/waterline/api/v2"
+		for _, id := range []string{"a", "b", "c", "d"} {
+			f.must(201, "POST", v2+"/schedules", `{"schedule_id":"`+id+`","cron":"0 0 1 1 *","overlap_policy":"allow_all","action":{"workflow_type":"w"}}`)
+		}
+		// b fails twice, d once, c completes.
+		finish := func(id string, ok bool) {
+			tr := f.must(200, "POST", v2+"/schedules/"+id+"/trigger", "")
+			polled := f.must(200, "POST", v2+"/worker/poll", `{"worker_id":"w1","limit":1}`)
+			require.Len(t, polled["runs"], 1)
+			runID := tr["run_id"].(string)
+			if ok {
+				f.must(200, "POST", v2+"/worker/runs/"+runID+"/complete", `{"worker_id":"w1"}`)
+			} else {
+				f.must(200, "POST", v2+"/worker/runs/"+runID+"/fail", `{"worker_id":"w1","message":"disk full","type":"io"}`)
+			}
+		}
+		finish("b", false)
+		finish("b", false)
+		finish("d", false)
+		finish("c", true)
+
+		failing := f.must(200, "GET", v2+"/schedules?health=failing", "")
+		var ids []string
+		for _, s := range failing["schedules"].([]any) {
+			ids = append(ids, s.(map[string]any)["schedule_id"].(string))
+		}
+		require.Equal(t, []string{"b", "d"}, ids)
+
+		ids = nil
+		cursor := ""
+		for {
+			page := f.must(200, "GET", v2+"/schedules?sort=health&limit=1&cursor="+cursor, "")
+			for _, s := range page["schedules"].([]any) {
+				ids = append(ids, s.(map[string]any)["schedule_id"].(string))
+			}
+			if page["next_cursor"] == nil {
+				break
+			}
+			cursor = page["next_cursor"].(string)
+		}
+		require.Equal(t, []string{"b", "d", "a", "c"}, ids, "most consecutive failures first, then by ID")
+
+		b := f.must(200, "GET", v2+"/schedules/b", "")
+		require.EqualValues(t, 2, b["consecutive_failures"])
+		require.EqualValues(t, 2, b["failures_count"])
+		require.EqualValues(t, 0, b["start_failures_count"])
+		last := b["last_run"].(map[string]any)
+		require.Equal(t, "failed", last["status"])
+		require.Equal(t, "disk full", last["error_message"])
+		require.Len(t, b["recent_runs"], 2)
+		c := f.must(200, "GET", v2+"/schedules/c", "")
+		require.EqualValues(t, 0, c["consecutive_failures"])
+		require.Nil(t, c["last_run"].(map[string]any)["error_message"])
+		a := f.must(200, "GET", v2+"/schedules/a", "")
+		require.Nil(t, a["last_run"])
+		require.Equal(t, []any{}, a["recent_runs"])
+
+		for _, q := range []string{"health=ok", "sort=next", "sort=health&cursor=" + "YQ"} {
+			res := f.do("GET", v2+"/schedules?"+q, "")
+			require.Equal(t, 422, res.Status, "%s: %s", q, res.Raw)
+		}
+	})
+}
