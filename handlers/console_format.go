@@ -191,3 +191,31 @@ func int64Text(p *int64) string {
 	}
 	return strconv.FormatInt(*p, 10)
 }
+
+// retryPolicyText summarises a retry policy: "5 attempts, 2 s × 2.0 up to
+// 100 s; never after: validation"; "" for none.
+func retryPolicyText(p *models.RetryPolicy) string {
+	if p == nil || p.MaxAttempts == nil || *p.MaxAttempts <= 1 {
+		return ""
+	}
+	text := fmt.Sprintf("%d attempts, backoff %d s × %.1f up to %d s", *p.MaxAttempts,
+		deref64(p.InitialIntervalSeconds), derefFloat(p.BackoffCoefficient), deref64(p.MaxIntervalSeconds))
+	if len(p.NonRetryableErrorTypes) > 0 {
+		text += "; never retried: " + strings.Join(p.NonRetryableErrorTypes, ", ")
+	}
+	return text
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefFloat(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

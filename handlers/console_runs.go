@@ -141,6 +141,20 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 	for _, e := range d.Events {
 		v.Events = append(v.Events, r.runEvent(e, loc))
 	}
+	for _, a := range d.Attempts {
+		av := views.AttemptView{Number: a.Number, WorkerID: a.WorkerID, Started: moment(a.StartedAt, loc, r.now), Outcome: a.Outcome}
+		if a.EndedAt != nil {
+			av.Duration = durationText(a.EndedAt.Sub(a.StartedAt))
+		}
+		if a.ErrorType != "" || a.Message != "" {
+			av.Error = strings.TrimPrefix(a.ErrorType+": "+a.Message, ": ")
+		}
+		v.Attempts = append(v.Attempts, av)
+	}
+	if run.Status == models.RunPending && run.AvailableAt != nil {
+		v.NextAttempt = moment(*run.AvailableAt, loc, r.now)
+	}
+	v.RetryPolicy = retryPolicyText(run.RetryPolicy)
 	return v
 }
 
@@ -161,6 +175,13 @@ func (r *request) runEvent(e models.RunEvent, loc *time.Location) views.RunEvent
 		ev.Summary = strings.TrimPrefix(str("type")+": "+str("message"), ": ")
 	case scheduling.RunEventTimedOut:
 		ev.Summary = str("timeout") + " timeout"
+	case scheduling.RunEventAttemptFailed:
+		ev.Summary = fmt.Sprintf("attempt %v failed: %s", p["attempt"], strings.TrimPrefix(str("error_type")+": "+str("message"), ": "))
+		if next, err := time.Parse(time.RFC3339Nano, str("next_attempt_at")); err == nil {
+			ev.Summary += "; next attempt at " + moment(next, loc, r.now).Text
+		} else {
+			ev.Summary += "; no attempt follows"
+		}
 	default:
 		if reason := str("reason"); reason != "" {
 			ev.Summary = "reason: " + reason

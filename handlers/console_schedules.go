@@ -42,6 +42,27 @@ func (r *request) actions(s *models.Schedule, returnTo string) views.ScheduleAct
 	return a
 }
 
+// health describes how a schedule's runs went, the strip oldest first.
+func (r *request) health(s *models.Schedule, loc *time.Location) views.HealthView {
+	h := s.Health
+	v := views.HealthView{Consecutive: h.ConsecutiveFailures, Failures: h.FailuresCount, LastError: deref(h.LastRunError)}
+	if h.LastRunID != nil {
+		v.LastStatus, v.LastAt, v.LastURL = deref(h.LastRunStatus), momentPtr(h.LastRunFinishedAt, loc, r.now), r.url(runURL(*h.LastRunID))
+	}
+	for i := len(s.RecentRuns) - 1; i >= 0; i-- {
+		run := s.RecentRuns[i]
+		title := strings.ReplaceAll(run.Status, "_", " ")
+		if run.OccurrenceTime != nil {
+			title += " · " + moment(*run.OccurrenceTime, loc, r.now).Text
+		}
+		if run.StartedAt != nil && run.FinishedAt != nil {
+			title += " · " + durationText(run.FinishedAt.Sub(*run.StartedAt))
+		}
+		v.Recent = append(v.Recent, views.RecentRunView{Status: run.Status, Title: title, URL: r.url(runURL(run.RunID))})
+	}
+	return v
+}
+
 // pause describes a paused schedule's pause; nil when it is not paused.
 func (r *request) pause(s *models.Schedule, loc *time.Location) *views.PauseView {
 	if s.Status != models.StatusPaused {
@@ -66,6 +87,7 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		Selectable: s.Status != models.StatusDeleted && r.canOperate(),
 		Actions:    r.actions(s, returnTo),
 		Paused:     r.pause(s, loc),
+		Health:     r.health(s, loc),
 	}
 	if len(s.RecentActions) > 0 {
 		last := s.RecentActions[0]
@@ -415,6 +437,10 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		CreatedAt: moment(s.CreatedAt, loc, r.now), UpdatedAt: moment(s.UpdatedAt, loc, r.now),
 		RunsURL: r.url(consolePrefix+"/runs", "schedule_id", s.ScheduleID), HistoryURL: r.url(scheduleURL(s.ScheduleID) + "/history"),
 		Actions: r.actions(s, self), Paused: r.pause(s, loc),
+		Health: r.health(s, loc), StartFailures: s.StartFailuresCount, RetryPolicy: retryPolicyText(s.Action.RetryPolicy),
+	}
+	if n := s.PauseAfterFailures; n != nil {
+		v.PauseAfter = fmt.Sprintf("%d consecutive failures", *n)
 	}
 	for _, iv := range s.Spec.Intervals {
 		v.Intervals = append(v.Intervals, intervalText(iv))

@@ -1,0 +1,61 @@
+package web_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database/dbtest"
+)
+
+// The console shows health where operators look: the registry row's strip
+// of recent runs with the failures in a row and the latest error, the
+// detail page's retry policy and pause-after, and the run's attempts.
+func TestConsoleShowsHealthAndAttempts(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		const v2 = "/waterline/api/v2"
+		c.api.must(201, "POST", v2+"/schedules", `{"schedule_id":"flaky","cron":"0 0 1 1 *","overlap_policy":"allow_all","pause_after_failures":3,
+			"action":{"workflow_type":"w","retry_policy":{"max_attempts":2,"initial_interval_seconds":5}}}`)
+		var runIDs []string
+		for _, ok := range []bool{true, false} {
+			tr := c.api.must(200, "POST", v2+"/schedules/flaky/trigger", "")
+			runID := tr["run_id"].(string)
+			runIDs = append(runIDs, runID)
+			for attempt := 1; attempt <= 2; attempt++ {
+				c.api.must(200, "POST", v2+"/worker/poll", `{"worker_id":"w1","limit":1}`)
+				if ok {
+					c.api.must(200, "POST", v2+"/worker/runs/"+runID+"/complete", `{"worker_id":"w1"}`)
+					break
+				}
+				c.api.must(200, "POST", v2+"/worker/runs/"+runID+"/fail", `{"worker_id":"w1","message":"disk full","type":"io"}`)
+				c.api.clock.Advance(5e9)
+			}
+		}
+
+		row := rowOf(c.page200("/waterline/schedules"), "flaky")
+		dots := row.Find(tid("run-strip") + " a")
+		require.Equal(t, 2, dots.Length())
+		require.Equal(t, "completed", attrOf(t, dots.Eq(0), "data-status"), "oldest first")
+		require.Equal(t, "failed", attrOf(t, dots.Eq(1), "data-status"))
+		require.Equal(t, "/waterline/runs/"+runIDs[1], attrOf(t, dots.Eq(1), "href"))
+		require.Equal(t, "1 failure in a row", textOf(row.Find(tid("consecutive-failures"))))
+		require.Equal(t, "disk full", textOf(row.Find(tid("last-error"))))
+
+		detail := c.page200("/waterline/schedules/flaky")
+		require.Equal(t, "2 attempts, backoff 5 s × 2.0 up to 500 s", textOf(detail.Find(tid("fact-retry-policy"))))
+		require.Equal(t, "3 consecutive failures", textOf(detail.Find(tid("fact-pause-after-failures"))))
+		require.Equal(t, "failed", attrOf(t, detail.Find(tid("last-run")).Find(tid("status-badge")), "data-status"))
+
+		run := c.page200("/waterline/runs/" + runIDs[1])
+		attempts := run.Find(tid("attempt"))
+		require.Equal(t, 2, attempts.Length())
+		require.Contains(t, textOf(attempts.Eq(0)), "io: disk full")
+		require.Equal(t, "failed", attrOf(t, attempts.Eq(1).Find(tid("status-badge")), "data-status"))
+		require.Contains(t, textOf(run.Find(tid("run-history"))), "attempt 1 failed: io: disk full; next attempt at")
+		require.Contains(t, textOf(run.Find(tid("run-history"))), "attempt 2 failed: io: disk full; no attempt follows")
+	})
+}
