@@ -122,13 +122,16 @@ func (h *Worker) Complete(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromRun(run))
 }
 
-// Fail answers POST /worker/runs/{run_id}/fail {namespace?, message, type}.
+// Fail answers POST /worker/runs/{run_id}/fail {namespace?, worker_id,
+// message, type, non_retryable?}.
 func (h *Worker) Fail(c echo.Context) error {
 	var req struct {
 		Namespace string `json:"namespace"`
 		WorkerID  string `json:"worker_id"`
 		Message   string `json:"message"`
 		Type      string `json:"type"`
+		// NonRetryable ends the run at once, whatever its retry policy.
+		NonRetryable bool `json:"non_retryable"`
 	}
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
@@ -137,7 +140,8 @@ func (h *Worker) Fail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), holder(c, req.WorkerID), req.Message, req.Type)
+	run, err := h.Service.FailRun(c.Request().Context(), ns, c.Param("run_id"), holder(c, req.WorkerID),
+		scheduling.Failure{Message: req.Message, Type: req.Type, NonRetryable: req.NonRetryable})
 	if err != nil {
 		return err
 	}

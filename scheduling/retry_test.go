@@ -38,7 +38,7 @@ func (f *fixture) failOnce(runID, errorType string) *models.Run {
 	runs := f.poll(1, 30)
 	require.Len(f.t, runs, 1, "the run is available")
 	require.Equal(f.t, runID, runs[0].ID)
-	run, err := f.svc.FailRun(f.ctx, "default", runID, w1, "boom "+fmt.Sprint(runs[0].Attempt), errorType)
+	run, err := f.svc.FailRun(f.ctx, "default", runID, w1, scheduling.Failure{Message: "boom "+fmt.Sprint(runs[0].Attempt), Type: errorType})
 	require.NoError(f.t, err)
 	return run
 }
@@ -285,7 +285,7 @@ func TestHealthUnderConcurrentWorkers(t *testing.T) {
 					if (n+i+w)%3 == 0 {
 						_, err = svc.CompleteRun(ctx, "default", run.ID, holder, nil)
 					} else {
-						_, err = svc.FailRun(ctx, "default", run.ID, holder, "no", "io")
+						_, err = svc.FailRun(ctx, "default", run.ID, holder, scheduling.Failure{Message: "no", Type: "io"})
 					}
 					if err != nil {
 						errs <- err
@@ -335,7 +335,7 @@ func TestHealthUnderConcurrentWorkers(t *testing.T) {
 		if complete {
 			_, err = f.svc.CompleteRun(ctx, "default", res.RunID, w1, nil)
 		} else {
-			_, err = f.svc.FailRun(ctx, "default", res.RunID, w1, "no", "io")
+			_, err = f.svc.FailRun(ctx, "default", res.RunID, w1, scheduling.Failure{Message: "no", Type: "io"})
 		}
 		require.NoError(t, err)
 	}

@@ -165,7 +165,7 @@ func TestWorkerReportsCancellation(t *testing.T) {
 	require.Len(t, f.poll(1, 30), 1)
 	_, err = f.svc.CancelRun(f.ctx, "default", res.RunID, nil)
 	require.NoError(t, err)
-	run, err := f.svc.FailRun(f.ctx, "default", res.RunID, w1, "stopped on request", "cancelled")
+	run, err := f.svc.FailRun(f.ctx, "default", res.RunID, w1, scheduling.Failure{Message: "stopped on request", Type: "cancelled"})
 	require.NoError(t, err)
 	require.Equal(t, models.RunCancelled, run.Status)
 }

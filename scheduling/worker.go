@@ -258,20 +258,29 @@ func (s *Service) CompleteRun(ctx context.Context, namespace, runID string, hold
 	})
 }
 
+// Failure is how a worker says an attempt failed.
+type Failure struct {
+	Message string
+	Type    string
+	// NonRetryable ends the run at once, whatever its retry policy says
+	// (the worker knows a retry cannot help).
+	NonRetryable bool
+}
+
 // FailRun records the failure of a run's attempt; the run is retried when
 // its retry policy allows (see failAttempt). A worker that stops because it
 // was asked to cancel reports type "cancelled"; the run then ends cancelled.
-func (s *Service) FailRun(ctx context.Context, namespace, runID string, holder LeaseHolder, message, failureType string) (*models.Run, error) {
-	if message == "" {
+func (s *Service) FailRun(ctx context.Context, namespace, runID string, holder LeaseHolder, f Failure) (*models.Run, error) {
+	if f.Message == "" {
 		return nil, NewValidationError("message", "is required")
 	}
 	return s.runChange(ctx, namespace, runID, &holder, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
-		if failureType == "cancelled" && run.CancelRequestedAt != nil {
-			return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": message})
+		if f.Type == "cancelled" && run.CancelRequestedAt != nil {
+			return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": f.Message})
 		}
 		return s.failAttempt(ctx, tx, out, run, now, attemptFailure{
-			errorType: failureType, message: message, retryable: true,
-			status: models.RunFailed, eventType: RunEventFailed, payload: map[string]any{"message": message, "type": failureType}})
+			errorType: f.Type, message: f.Message, retryable: !f.NonRetryable,
+			status: models.RunFailed, eventType: RunEventFailed, payload: map[string]any{"message": f.Message, "type": f.Type}})
 	})
 }
 

@@ -174,13 +174,18 @@ func (c *Client) Complete(ctx context.Context, runID string, output json.RawMess
 
 // Fail records the run's failure. Type "cancelled" for a run whose
 // cancellation was requested ends it cancelled instead of failed.
-func (c *Client) Fail(ctx context.Context, runID, message, failureType string) error {
+//
+// nonRetryable ends the run for good, whatever its retry policy; otherwise
+// the server retries it when the policy allows (the next attempt reaches a
+// worker as the same run with Attempt + 1).
+func (c *Client) Fail(ctx context.Context, runID, message, failureType string, nonRetryable bool) error {
 	body := struct {
-		Namespace string `json:"namespace,omitempty"`
-		WorkerID  string `json:"worker_id,omitempty"`
-		Message   string `json:"message"`
-		Type      string `json:"type"`
-	}{c.namespace, c.workerID, message, failureType}
+		Namespace    string `json:"namespace,omitempty"`
+		WorkerID     string `json:"worker_id,omitempty"`
+		Message      string `json:"message"`
+		Type         string `json:"type"`
+		NonRetryable bool   `json:"non_retryable,omitempty"`
+	}{c.namespace, c.workerID, message, failureType, nonRetryable}
 	if err := c.call(ctx, callTimeout, runPath(runID, "fail"), body, nil); err != nil {
 		return fmt.Errorf("fail run %s: %w", runID, err)
 	}

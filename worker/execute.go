@@ -49,6 +49,29 @@ func WithFailureType(err error, failureType string) error {
 	return &typedError{err: err, typ: failureType}
 }
 
+// NonRetryable marks err so that the run ends with it at once instead of
+// being retried by its schedule's retry policy: for failures a retry cannot
+// mend (bad input, a permission denied). It keeps err's failure type.
+//
+//	return nil, worker.NonRetryable(fmt.Errorf("invoice %s: %w", id, errMalformed))
+func NonRetryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &nonRetryableError{err}
+}
+
+type nonRetryableError struct{ err error }
+
+func (e *nonRetryableError) Error() string { return e.err.Error() }
+func (e *nonRetryableError) Unwrap() error { return e.err }
+
+// IsNonRetryable reports whether err was marked with NonRetryable.
+func IsNonRetryable(err error) bool {
+	var nr *nonRetryableError
+	return errors.As(err, &nr)
+}
+
 type typedError struct {
 	err error
 	typ string
@@ -69,10 +92,11 @@ func failureType(err error) string {
 
 // result is what the worker tells the server about one run.
 type result struct {
-	output  json.RawMessage // when completed
-	failed  bool
-	message string
-	typ     string
+	output       json.RawMessage // when completed
+	failed       bool
+	message      string
+	typ          string
+	nonRetryable bool
 }
 
 func failure(typ, message string) result {
@@ -128,7 +152,9 @@ func (w *Worker) execute(ctx context.Context, run Run) {
 	case ctx.Err() != nil:
 		w.report(ctx, log, run, failure(FailureTypeStopped, "worker "+w.workerID+" stopped before the run finished: "+err.Error()))
 	default:
-		w.report(ctx, log, run, failure(failureType(err), err.Error()))
+		res := failure(failureType(err), err.Error())
+		res.nonRetryable = IsNonRetryable(err)
+		w.report(ctx, log, run, res)
 	}
 }
 
@@ -193,7 +219,7 @@ func (w *Worker) report(ctx context.Context, log *slog.Logger, run Run, res resu
 	for attempt := 1; ; attempt++ {
 		var err error
 		if res.failed {
-			err = w.client.Fail(ctx, run.ID, res.message, res.typ)
+			err = w.client.Fail(ctx, run.ID, res.message, res.typ, res.nonRetryable)
 		} else {
 			err = w.client.Complete(ctx, run.ID, res.output)
 		}

@@ -33,11 +33,14 @@ const (
 	defaultPollWait     = 20 * time.Second
 )
 
-// Handler runs one workflow run. Its ctx ends when the run is cancelled
-// (an operator or an overlap policy asked), when the server no longer
-// considers the run this worker's, or when the worker stops. A non-nil
-// output is stored as JSON; an error fails the run with its message and
-// type (see WithFailureType).
+// Handler runs one attempt of a workflow run (run.Attempt counts from 1;
+// a retried run comes back with the same ID and the next number). Its ctx
+// ends when the run is cancelled (an operator or an overlap policy asked),
+// when the server no longer considers the run this worker's, or when the
+// worker stops. A non-nil output is stored as JSON; an error fails the
+// attempt with its message and type (see WithFailureType), and the server
+// retries it when the schedule's retry policy allows — unless the error is
+// marked NonRetryable.
 type Handler func(ctx context.Context, run Run) (output any, err error)
 
 // Options configures a Worker. Zero values get the defaults noted.

@@ -448,3 +448,64 @@ func TestGeneratedWorkerIDFinishesRuns(t *testing.T) {
 		require.NotEqual(t, testWorkerID, *run.WorkerID)
 	})
 }
+
+// A retried run reaches the handler again as the same run with the next
+// attempt number; an error marked NonRetryable ends it at once.
+func TestRetriedRunsAndNonRetryableErrors(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		clock := schedtest.NewClock(time.Date(2026, 7, 16, 13, 0, 0, 0, time.UTC))
+		svc := schedtest.Service(db, clock)
+		ts := httptest.NewServer(web.NewServer(web.Deps{DB: db, Service: svc, Logger: slog.New(slog.DiscardHandler), Version: "test", Clock: clock}))
+		t.Cleanup(ts.Close)
+		s := &server{t: t, svc: svc, url: ts.URL, authSet: map[string]bool{}}
+		start := func(workflowType string) string {
+			attempts, initial := 3, int64(1)
+			_, err := svc.Create(t.Context(), scheduling.CreateInput{
+				Namespace: "default", ScheduleID: workflowType,
+				Spec: models.Spec{CronExpressions: []string{"0 0 1 1 *"}, Timezone: "UTC"},
+				Action: models.Action{WorkflowType: workflowType,
+					RetryPolicy: &models.RetryPolicy{MaxAttempts: &attempts, InitialIntervalSeconds: &initial}},
+			}, nil)
+			require.NoError(t, err)
+			res, err := svc.Trigger(t.Context(), "default", workflowType, "", nil)
+			require.NoError(t, err)
+			return res.RunID
+		}
+		var mu sync.Mutex
+		seen := map[string][]int{}
+		w, err := worker.New(s.options())
+		require.NoError(t, err)
+		w.Register("flaky", func(_ context.Context, run worker.Run) (any, error) {
+			mu.Lock()
+			seen[run.ID] = append(seen[run.ID], run.Attempt)
+			mu.Unlock()
+			if run.Attempt == 1 {
+				return nil, errors.New("connection reset")
+			}
+			return map[string]int{"attempt": run.Attempt}, nil
+		})
+		w.Register("doomed", func(context.Context, worker.Run) (any, error) {
+			return nil, worker.NonRetryable(worker.WithFailureType(errors.New("invoice is malformed"), "bad_input"))
+		})
+		stop := runWorker(t, w)
+		defer stop()
+
+		flaky := start("flaky")
+		s.waitRun(flaky, "waiting for its second attempt", func(r *models.Run) bool { return r.Status == models.RunPending && r.Attempt == 1 })
+		clock.Advance(time.Second) // the backoff
+		run := s.waitFinished(flaky)
+		require.Equal(t, models.RunCompleted, run.Status)
+		require.JSONEq(t, `{"attempt":2}`, string(run.Output))
+		mu.Lock()
+		require.Equal(t, []int{1, 2}, seen[flaky])
+		mu.Unlock()
+
+		doomed := start("doomed")
+		run = s.waitFinished(doomed)
+		require.Equal(t, models.RunFailed, run.Status, "not retried although two attempts remained")
+		require.Equal(t, 1, run.Attempt)
+		require.Equal(t, "bad_input", *run.FailureType)
+	})
+}
