@@ -38,7 +38,7 @@ func (f *fixture) failOnce(runID, errorType string) *models.Run {
 	runs := f.poll(1, 30)
 	require.Len(f.t, runs, 1, "the run is available")
 	require.Equal(f.t, runID, runs[0].ID)
-	run, err := f.svc.FailRun(f.ctx, "default", runID, w1, scheduling.Failure{Message: "boom "+fmt.Sprint(runs[0].Attempt), Type: errorType})
+	run, err := f.svc.FailRun(f.ctx, "default", runID, w1, scheduling.Failure{Message: "boom " + fmt.Sprint(runs[0].Attempt), Type: errorType})
 	require.NoError(f.t, err)
 	return run
 }
