@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -321,28 +320,9 @@ func (f *scheduleForm) canonical() map[string]string {
 	return out
 }
 
-func canonicalOf(s *models.Schedule) map[string]string {
-	v := valuesOf(s)
-	input := ""
-	if s.Action.Input != nil {
-		// Through `any` and back, as the service compares (1 == 1.0).
-		if raw, err := json.Marshal(s.Action.Input); err == nil {
-			var doc any
-			if json.Unmarshal(raw, &doc) == nil {
-				raw, _ = json.Marshal(doc)
-			}
-			input = string(bytes.TrimSpace(raw))
-		}
-	}
-	oneLine := func(s string) string { return strings.ReplaceAll(s, "\n", ", ") }
-	return map[string]string{
-		"cron_expressions": oneLine(v.CronExpressions), "intervals": oneLine(v.Intervals), "timezone": v.Timezone,
-		"workflow_type": v.WorkflowType, "workflow_class": v.WorkflowClass, "input": input,
-		"execution_timeout_seconds": v.ExecutionTimeoutSeconds, "run_timeout_seconds": v.RunTimeoutSeconds,
-		"overlap_policy": v.OverlapPolicy, "jitter_seconds": v.JitterSeconds, "max_runs": v.MaxRuns,
-		"connection": v.Connection, "queue": v.Queue, "labels": oneLine(v.Labels), "memo": oneLine(v.Memo), "note": v.Note,
-	}
-}
+// canonicalOf is the service's spelling of each field, so the form's
+// "what will change" list is the diff `schedule apply` prints.
+func canonicalOf(s *models.Schedule) map[string]string { return scheduling.FieldValues(s) }
 
 // changes lists what saving the form would change on s.
 func (f *scheduleForm) changes(s *models.Schedule) []views.FieldChange {
