@@ -293,3 +293,11 @@ func call[T any](ctx context.Context, c *Client, r request) (*T, error) {
 	}
 	return &out, nil
 }
+
+// Must returns c, or panics on err: for clients built from constants.
+func Must(c *Client, err error) *Client {
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
