@@ -509,3 +509,12 @@ type RunDetail struct {
 	Run
 	History []RunEvent `json:"history"`
 }
+
+// ManagedByLabel marks schedules that `tideline schedule apply` owns: it
+// sets ManagedByLabel=ManagedByApply on everything it creates or updates,
+// `apply --prune` deletes only schedules carrying it, and the console warns
+// before an edit of one (the next apply would undo it).
+const (
+	ManagedByLabel = "tideline.dev/managed-by"
+	ManagedByApply = "apply"
+)
