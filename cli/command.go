@@ -70,6 +70,9 @@ func (c *dbCommand) parse(args []string, names ...string) ([]string, error) {
 	if len(positional) > len(names) {
 		return nil, usagef("unexpected argument %q", positional[len(names)])
 	}
+	if c.cfg.Token == "" {
+		c.cfg.Token = c.e.getenv("TIDELINE_TOKEN")
+	}
 	if err := c.cfg.validate(false); err != nil {
 		return nil, err
 	}

@@ -91,7 +91,8 @@ func (c *config) bindDatabase(fs *flag.FlagSet, e env) {
 func (c *config) bindRemote(fs *flag.FlagSet, e env) {
 	fs.StringVar(&c.Server, "server", envOr(e, "TIDELINE_SERVER", ""),
 		"work through the JSON API of this server (http(s)://host:port) instead of --database (env TIDELINE_SERVER)")
-	fs.StringVar(&c.Token, "token", envOr(e, "TIDELINE_TOKEN", ""), "bearer token for --server (env TIDELINE_TOKEN)")
+	// Not envOr: a default is printed by --help, and a token must not be.
+	fs.StringVar(&c.Token, "token", "", "bearer token for --server (env TIDELINE_TOKEN)")
 	fs.StringVar(&c.TokenFile, "token-file", envOr(e, "TIDELINE_TOKEN_FILE", ""), "file holding the bearer token for --server (env TIDELINE_TOKEN_FILE)")
 }
 

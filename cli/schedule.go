@@ -26,27 +26,15 @@ func scheduleCommands() map[string]subcommand {
 		"backfill": {"start the occurrences of a past window", runScheduleBackfill},
 		"remove":   {"delete a schedule (its history stays readable)", runScheduleRemove},
 		"history":  {"show a schedule's audit events", runScheduleHistory},
+		"update":   {"change fields of a schedule (--clear FIELD resets one)", runScheduleUpdate},
+		"export":   {"print the namespace's schedules as a YAML (or JSON) file for apply", runScheduleExport},
+		"apply":    {"make the namespace's schedules match a file: create, update, --prune delete", runScheduleApply},
 	}
 }
 
 // runSchedule dispatches `tideline schedule <verb>`.
 func runSchedule(ctx context.Context, e env, args []string) error {
-	subs := scheduleCommands()
-	if len(args) == 0 {
-		printSubcommands(e, "schedule", subs, false)
-		return usagef("missing schedule command")
-	}
-	name := args[0]
-	if name == "-h" || name == "--help" || name == "help" {
-		printSubcommands(e, "schedule", subs, true)
-		return ErrHelpShown
-	}
-	sub, ok := subs[name]
-	if !ok {
-		printSubcommands(e, "schedule", subs, false)
-		return usagef("unknown schedule command %q", name)
-	}
-	return explain(sub.run(ctx, e, args[1:]))
+	return dispatch(ctx, e, "schedule", scheduleCommands(), args)
 }
 
 // listPageSize is how many schedules one List call fetches; list prints
