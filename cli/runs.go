@@ -178,11 +178,11 @@ func runRunsDescribe(ctx context.Context, e env, args []string) error {
 }
 
 func runRunsCancel(ctx context.Context, e env, args []string) error {
-	return runAction(ctx, e, args, "cancel", "Cancellation requested for run %s (status %s).\n", backend.CancelRun)
+	return runAction(ctx, e, args, "cancel", "Cancel requested for run %s; its status is now %s.\n", backend.CancelRun)
 }
 
 func runRunsTerminate(ctx context.Context, e env, args []string) error {
-	return runAction(ctx, e, args, "terminate", "Terminated run %s (status %s).\n", backend.TerminateRun)
+	return runAction(ctx, e, args, "terminate", "Terminated run %s; its status is now %s.\n", backend.TerminateRun)
 }
 
 func runAction(ctx context.Context, e env, args []string, verb, done string,
@@ -202,6 +202,10 @@ func runAction(ctx context.Context, e env, args []string, verb, done string,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, done, r.RunID, r.Status)
+	msg := fmt.Sprintf(done, r.RunID, r.Status)
+	if verb == "cancel" && r.Status == "cancelled" {
+		msg = strings.TrimSuffix(msg, ".\n") + " (a pending run stops at once).\n"
+	}
+	fmt.Fprint(e.stdout, msg)
 	return nil
 }
