@@ -143,6 +143,7 @@ func (e *fileErrors) add(line int, format string, args ...any) {
 }
 
 func (e *fileErrors) Error() string {
+	slices.SortStableFunc(e.errs, func(a, b fileError) int { return a.line - b.line })
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s, nothing changed:", e.name, plural(len(e.errs), "error"))
 	for _, fe := range e.errs {

@@ -160,7 +160,8 @@ func TestApplyRefusesInvalidFiles(t *testing.T) {
 				[]string{`bad.yaml:3: schedule_id "a" appears twice (first at line 1)`, "bad.yaml:4: schedule_id is required"}},
 			{"service validation, all or nothing", "- schedule_id: good\n  spec: {cron_expressions: ['@daily']}\n  action: {workflow_type: w}\n" +
 				"- schedule_id: never\n  spec:\n    cron_expressions:\n      - '0 0 30 2 *'\n  action: {workflow_type: w}\n  overlap_policy: sometimes\n",
-				[]string{"bad.yaml: 1 error", `bad.yaml:7: never: spec_never_fires: spec.cron_expressions[0]: "0 0 30 2 *" never fires`}},
+				[]string{"bad.yaml: 2 errors", `bad.yaml:7: never: spec_never_fires: spec.cron_expressions[0]: "0 0 30 2 *" never fires`,
+					"\n  " /* sorted by line */, "bad.yaml:9: never: spec_never_fires: overlap_policy: must be one of"}},
 			{"field errors on their lines", "- schedule_id: x\n  spec: {cron_expressions: ['@daily']}\n  action:\n    workflow_type: w\n    run_timeout_seconds: -5\n  overlap_policy: sometimes\n",
 				[]string{"bad.yaml: 2 errors", "bad.yaml:5: x: validation_failed: action.run_timeout_seconds: must be a positive number",
 					"bad.yaml:6: x: validation_failed: overlap_policy: must be one of"}},
