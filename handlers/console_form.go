@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
@@ -563,7 +564,14 @@ func (h *Console) EditSchedule(c echo.Context) error {
 	if p, valid := r.preview(parseScheduleForm(v.Values)); valid {
 		v.Preview = &p
 	}
-	return ok(c, views.ScheduleFormPage(r.layout("Edit "+s.ScheduleID, "schedules"), v))
+	layout := r.layout("Edit "+s.ScheduleID, "schedules")
+	if s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply && layout.Flash == nil {
+		// The next `schedule apply` of its file would undo an edit made here.
+		layout.Flash = &views.Flash{Kind: "error", Message: "Managed by apply: " + s.ScheduleID +
+			" is kept in a schedules file (label " + apijson.ManagedByLabel + "=" + apijson.ManagedByApply +
+			"); the next 'tideline schedule apply' undoes edits made here. Change the file instead."}
+	}
+	return ok(c, views.ScheduleFormPage(layout, v))
 }
 
 // UpdateSchedule answers POST /waterline/schedules/{id}/edit: it saves the
