@@ -5,6 +5,7 @@ package apijson
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
@@ -394,3 +395,203 @@ func FromAttempts(list []scheduling.Attempt) []Attempt {
 	}
 	return out
 }
+
+// UnmarshalJSON reads any RFC 3339 instant, as the API accepts on input; the
+// Go client decodes responses with it.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("decode time: %w", err)
+	}
+	parsed, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("decode time: %w", err)
+	}
+	*t = Time(parsed.UTC())
+	return nil
+}
+
+// T is the instant as a time.Time.
+func (t Time) T() time.Time { return time.Time(t) }
+
+// TimePtr unwraps an optional instant.
+func TimePtr(t *Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := time.Time(*t)
+	return &v
+}
+
+// ErrorBody is every API error response (SPEC §8).
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error's code, message and per-field messages.
+type ErrorDetail struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
+
+// CreateSchedule is the body of POST /schedules. It is also one document
+// of a `schedule apply` file, which is why every field but schedule_id may
+// be left out.
+type CreateSchedule struct {
+	ScheduleID       string            `json:"schedule_id"`
+	Spec             *models.Spec      `json:"spec"`
+	Cron             string            `json:"cron,omitempty"` // shorthand for spec.cron_expressions: [cron]
+	Action           models.Action     `json:"action"`
+	OverlapPolicy    string            `json:"overlap_policy,omitempty"`
+	JitterSeconds    int               `json:"jitter_seconds,omitempty"`
+	MaxRuns          *int64            `json:"max_runs"`
+	Connection       *string           `json:"connection"`
+	Queue            *string           `json:"queue"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	Memo             map[string]string `json:"memo,omitempty"`
+	SearchAttributes map[string]string `json:"search_attributes,omitempty"`
+	Note             string            `json:"note,omitempty"`
+	Paused           bool              `json:"paused,omitempty"`
+	// PauseAfterFailures pauses the schedule after that many consecutive
+	// unsuccessful runs; nil never does.
+	PauseAfterFailures *int `json:"pause_after_failures,omitempty"`
+}
+
+// NullableFields are the PATCH fields that an explicit null clears.
+var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures"}
+
+// SchedulePatch is the body of PATCH /schedules/{id}: nil fields are left
+// out (unchanged); Clear names nullable fields to send as null.
+type SchedulePatch struct {
+	Spec               *models.Spec       `json:"spec,omitempty"`
+	Action             *models.Action     `json:"action,omitempty"`
+	OverlapPolicy      *string            `json:"overlap_policy,omitempty"`
+	JitterSeconds      *int               `json:"jitter_seconds,omitempty"`
+	MaxRuns            *int64             `json:"max_runs,omitempty"`
+	Connection         *string            `json:"connection,omitempty"`
+	Queue              *string            `json:"queue,omitempty"`
+	Labels             *map[string]string `json:"labels,omitempty"`
+	Memo               *map[string]string `json:"memo,omitempty"`
+	SearchAttributes   *map[string]string `json:"search_attributes,omitempty"`
+	Note               *string            `json:"note,omitempty"`
+	PauseAfterFailures *int               `json:"pause_after_failures,omitempty"`
+	// Clear lists fields of NullableFields to set to null.
+	Clear []string `json:"-"`
+}
+
+// MarshalJSON adds the cleared fields as explicit nulls, which is what
+// tells PATCH "clear" apart from "leave alone".
+func (p SchedulePatch) MarshalJSON() ([]byte, error) {
+	type plain SchedulePatch
+	b, err := json.Marshal(plain(p))
+	if err != nil || len(p.Clear) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, f := range p.Clear {
+		m[f] = json.RawMessage("null")
+	}
+	return json.Marshal(m)
+}
+
+// Empty reports whether the patch changes nothing.
+func (p SchedulePatch) Empty() bool {
+	return p.Spec == nil && p.Action == nil && p.OverlapPolicy == nil && p.JitterSeconds == nil && p.MaxRuns == nil &&
+		p.Connection == nil && p.Queue == nil && p.Labels == nil && p.Memo == nil && p.SearchAttributes == nil &&
+		p.Note == nil && p.PauseAfterFailures == nil && len(p.Clear) == 0
+}
+
+// FieldChange is one field an update changes, in display spelling.
+type FieldChange struct {
+	Field string `json:"field"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+}
+
+// UpdatePlan answers PATCH /schedules/{id}?dry_run=true: what the update
+// would change, and the schedule as it would be. Nothing is written.
+type UpdatePlan struct {
+	ChangedFields []string      `json:"changed_fields"`
+	Changes       []FieldChange `json:"changes"`
+	Schedule      Schedule      `json:"schedule"`
+}
+
+// FromUpdatePlan renders an update plan.
+func FromUpdatePlan(p *scheduling.UpdatePlan) UpdatePlan {
+	out := UpdatePlan{ChangedFields: p.ChangedFields, Changes: make([]FieldChange, 0, len(p.Changes)), Schedule: FromSchedule(p.Schedule)}
+	if out.ChangedFields == nil {
+		out.ChangedFields = []string{}
+	}
+	for _, c := range p.Changes {
+		out.Changes = append(out.Changes, FieldChange(c))
+	}
+	return out
+}
+
+// PauseRequest is the body of POST /schedules/{id}/pause.
+type PauseRequest struct {
+	Reason      string `json:"reason,omitempty"`
+	PausedUntil string `json:"paused_until,omitempty"`
+	Until       string `json:"until,omitempty"` // a shorter alias of paused_until
+}
+
+// TriggerRequest is the body of POST /schedules/{id}/trigger.
+type TriggerRequest struct {
+	OverlapPolicy string `json:"overlap_policy,omitempty"`
+}
+
+// BackfillRequest is the body of POST /schedules/{id}/backfill.
+type BackfillRequest struct {
+	From          string `json:"from"`
+	To            string `json:"to"`
+	OverlapPolicy string `json:"overlap_policy,omitempty"`
+	DryRun        bool   `json:"dry_run,omitempty"`
+}
+
+// RunActionRequest is the body of POST /runs/{id}/cancel|terminate.
+type RunActionRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// PreviewRequest is the body of POST /schedules/preview.
+type PreviewRequest struct {
+	Spec  models.Spec `json:"spec"`
+	After string      `json:"after,omitempty"`
+	Count *int        `json:"count,omitempty"`
+}
+
+// Preview answers POST /schedules/preview.
+type Preview struct {
+	Description string `json:"description"`
+	FireTimes   []Time `json:"fire_times"`
+}
+
+// TickRequest is the body of POST /tick.
+type TickRequest struct {
+	Limit int `json:"limit,omitempty"`
+}
+
+// Tick answers POST /tick.
+type Tick struct {
+	Rows []TickRow `json:"rows"`
+}
+
+// RunDetail answers GET /runs/{run_id}: the run, its attempts and its history.
+type RunDetail struct {
+	Run
+	Attempts []Attempt  `json:"attempts"`
+	History  []RunEvent `json:"history"`
+}
+
+// ManagedByLabel marks schedules that `tideline schedule apply` owns: it
+// sets ManagedByLabel=ManagedByApply on everything it creates or updates,
+// `apply --prune` deletes only schedules carrying it, and the console warns
+// before an edit of one (the next apply would undo it).
+const (
+	ManagedByLabel = "tideline.dev/managed-by"
+	ManagedByApply = "apply"
+)

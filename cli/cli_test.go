@@ -20,7 +20,7 @@ func runCLI(t *testing.T, environ map[string]string, args ...string) (string, st
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := Run(ctx, args, func(k string) string { return environ[k] }, &stdout, &stderr)
+	err := run(ctx, args, func(k string) string { return environ[k] }, strings.NewReader(stdinFor(environ)), &stdout, &stderr)
 	return stdout.String(), stderr.String(), err
 }
 
@@ -134,3 +134,6 @@ func TestTokenCreate(t *testing.T) {
 	var usage *UsageError
 	require.ErrorAs(t, err, &usage)
 }
+
+// stdinFor is the standard input of a test run: environ["<stdin>"].
+func stdinFor(environ map[string]string) string { return environ["<stdin>"] }

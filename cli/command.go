@@ -5,8 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/tidelinehq/tideline/client"
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -22,6 +28,7 @@ type dbCommand struct {
 func newDBCommand(name, example string, e env) *dbCommand {
 	c := &dbCommand{fs: newFlagSet(name, example, e), e: e}
 	c.cfg.bindDatabase(c.fs, e)
+	c.cfg.bindRemote(c.fs, e)
 	return c
 }
 
@@ -63,8 +70,17 @@ func (c *dbCommand) parse(args []string, names ...string) ([]string, error) {
 	if len(positional) > len(names) {
 		return nil, usagef("unexpected argument %q", positional[len(names)])
 	}
+	if c.cfg.Token == "" {
+		c.cfg.Token = c.e.getenv("TIDELINE_TOKEN")
+	}
 	if err := c.cfg.validate(false); err != nil {
 		return nil, err
+	}
+	if c.cfg.Server != "" && c.isSet("actor") {
+		return nil, usagef("--actor cannot be used with --server: the server records the token's name as the actor")
+	}
+	if c.cfg.Server != "" && c.cfg.DatabaseURL != "" && c.isSet("database") {
+		return nil, usagef("give --server or --database, not both")
 	}
 	return positional, nil
 }
@@ -80,9 +96,48 @@ func (c *dbCommand) isSet(name string) bool {
 	return set
 }
 
-// open connects to the migrated database; the caller closes the app.
-func (c *dbCommand) open(ctx context.Context) (*app, error) {
-	return openApp(ctx, &c.cfg, c.cfg.logger(c.e.stderr))
+// open returns the command's backend: the JSON API of --server, else the
+// database. The caller closes it.
+func (c *dbCommand) open(ctx context.Context) (backend, error) {
+	if c.cfg.Server != "" {
+		return c.openRemote()
+	}
+	// Only serve and migrate create a database: a command run in the wrong
+	// folder would otherwise make an empty tideline.db and report "No
+	// schedules" instead of the real problem.
+	if path, ok := database.SQLitePath(c.cfg.DatabaseURL); ok {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			abs, _ := filepath.Abs(path)
+			return nil, fmt.Errorf("no database at %s (from --database / TIDELINE_DATABASE_URL, default sqlite:%s): "+
+				"run 'tideline migrate' or 'tideline serve' to create it, or pass --database or --server", abs, database.DefaultSQLiteFile)
+		}
+	}
+	a, err := openApp(ctx, &c.cfg, c.cfg.logger(c.e.stderr))
+	if err != nil {
+		return nil, err
+	}
+	return &direct{a: a, ns: c.cfg.namespaceOrDefault(), cc: c.commandContext("")}, nil
+}
+
+func (c *dbCommand) openRemote() (backend, error) {
+	token := c.cfg.Token
+	if c.cfg.TokenFile != "" {
+		b, err := os.ReadFile(c.cfg.TokenFile)
+		if err != nil {
+			return nil, &UsageError{Msg: fmt.Sprintf("read --token-file: %v", err)}
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	opts := []client.Option{client.WithToken(token), client.WithUserAgent("tideline-cli/" + Version),
+		client.WithHTTPClient(&http.Client{Timeout: remoteTimeout})}
+	if c.cfg.Namespace != "" {
+		opts = append(opts, client.WithNamespace(c.cfg.Namespace))
+	}
+	cl, err := client.New(c.cfg.Server, opts...)
+	if err != nil {
+		return nil, &UsageError{Msg: err.Error()}
+	}
+	return remote{cl}, nil
 }
 
 // stringList is a repeatable string flag (--cron A --cron B).
@@ -123,6 +178,7 @@ func (e *codedError) Unwrap() error { return e.err }
 // explain makes service errors readable on a terminal. Validation errors
 // already start with their code and list their fields.
 func explain(err error) error {
+	err = fromAPIError(err)
 	var (
 		conflict *scheduling.ConflictError
 		notFound *scheduling.NotFoundError

@@ -22,6 +22,11 @@ type config struct {
 	Namespace   string
 	LogFormat   string
 	LogLevel    string
+	// Remote mode (schedule, runs and tick commands): the server's root URL
+	// and a bearer token, given inline or in a file.
+	Server    string
+	Token     string
+	TokenFile string
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
@@ -31,9 +36,26 @@ func newFlagSet(name, example string, e env) *flag.FlagSet {
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: tideline %s [flags]\n\nExample:\n  %s\n\nFlags:\n", name, example)
-		fs.PrintDefaults()
+		printFlags(out, fs)
 	}
 	return fs
+}
+
+// printFlags is flag.PrintDefaults spelled as the README writes flags
+// (--addr, not -addr; Go's flag package accepts both).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "[]" {
+			line += fmt.Sprintf(" (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+	})
 }
 
 // parse turns flag errors into usage errors and --help into ErrHelpShown.
@@ -65,6 +87,15 @@ func (c *config) bindDatabase(fs *flag.FlagSet, e env) {
 	fs.StringVar(&c.LogLevel, "log-level", envOr(e, "TIDELINE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env TIDELINE_LOG_LEVEL)")
 }
 
+// bindRemote adds the flags of remote mode.
+func (c *config) bindRemote(fs *flag.FlagSet, e env) {
+	fs.StringVar(&c.Server, "server", envOr(e, "TIDELINE_SERVER", ""),
+		"work through the JSON API of this server (http(s)://host:port) instead of --database (env TIDELINE_SERVER)")
+	// Not envOr: a default is printed by --help, and a token must not be.
+	fs.StringVar(&c.Token, "token", "", "bearer token for --server (env TIDELINE_TOKEN)")
+	fs.StringVar(&c.TokenFile, "token-file", envOr(e, "TIDELINE_TOKEN_FILE", ""), "file holding the bearer token for --server (env TIDELINE_TOKEN_FILE)")
+}
+
 // bindServer adds the listening address.
 func (c *config) bindServer(fs *flag.FlagSet, e env) {
 	c.bindDatabase(fs, e)
@@ -88,6 +119,15 @@ func (c *config) validate(withAddr bool) error {
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
+	}
+	if c.Token != "" && c.TokenFile != "" {
+		return usagef("give --token or --token-file, not both")
+	}
+	if c.Server == "" && (c.Token != "" || c.TokenFile != "") {
+		return usagef("--token and --token-file go with --server (or TIDELINE_SERVER)")
+	}
+	if c.Server != "" && !strings.HasPrefix(c.Server, "http://") && !strings.HasPrefix(c.Server, "https://") {
+		return usagef("invalid --server %q: want http://host:port or https://host", c.Server)
 	}
 	if u := c.DatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") && !strings.HasPrefix(u, "sqlite:") {
 		return usagef("invalid --database %q: want postgres://… or sqlite:PATH", u)

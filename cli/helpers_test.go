@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,38 +15,75 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/web"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // forEachDialect runs fn against a fresh database of each dialect, with the
-// environment a CLI run needs (database URL, quiet logs, $USER).
+// environment a CLI run needs (database URL, quiet logs, $USER), in both
+// modes: direct (the CLI opens the database) and remote (--server: the CLI
+// talks to an in-process server over that database, with a token). The
+// same assertions and golden files hold in both, which is the proof that
+// remote output is byte-identical.
 func forEachDialect(t *testing.T, fn func(t *testing.T, d dialectEnv)) {
 	t.Helper()
 	for _, name := range dbtest.Dialects {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			var url string
-			if name == "sqlite" {
-				url = "sqlite:" + filepath.Join(t.TempDir(), "x.db")
-			} else {
-				url = dbtest.PostgresURL(t)
-			}
-			fn(t, dialectEnv{name: name, url: url, environ: map[string]string{
-				"TIDELINE_DATABASE_URL": url,
-				"TIDELINE_LOG_LEVEL":    "warn",
-				"USER":                  "alice",
-			}})
-		})
+		for _, mode := range []string{"direct", "remote"} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				var url string
+				if name == "sqlite" {
+					url = "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+				} else {
+					url = dbtest.PostgresURL(t)
+				}
+				d := dialectEnv{name: name, mode: mode, url: url, environ: map[string]string{
+					"TIDELINE_DATABASE_URL": url,
+					"TIDELINE_LOG_LEVEL":    "warn",
+					"USER":                  "alice",
+				}}
+				// Only serve and migrate create a database.
+				d.run(t, "migrate")
+				if mode == "remote" {
+					d.environ["TIDELINE_SERVER"], d.environ["TIDELINE_TOKEN"] = startServer(t, d.db(t))
+				}
+				fn(t, d)
+			})
+		}
 	}
+}
+
+// startServer serves the real router over db with one admin token, named
+// alice like $USER in direct mode, and returns its URL and the token.
+func startServer(t *testing.T, db *bun.DB) (string, string) {
+	t.Helper()
+	store := &auth.Store{}
+	token, err := store.AddEphemeral("alice", auth.RoleAdmin)
+	require.NoError(t, err)
+	srv := httptest.NewServer(web.NewServer(web.Deps{DB: db, Service: scheduling.New(scheduling.Config{DB: db}),
+		Logger: discardLogger(), Auth: web.Auth{Store: store}}))
+	t.Cleanup(srv.Close)
+	return srv.URL, token
 }
 
 type dialectEnv struct {
 	name    string
+	mode    string // direct or remote
 	url     string
 	environ map[string]string
+}
+
+// source is the command context source the audit stream records.
+func (d dialectEnv) source() string {
+	if d.mode == "remote" {
+		return "api"
+	}
+	return "cli"
 }
 
 // run is a CLI run that must succeed; it returns stdout.
@@ -133,7 +171,7 @@ func normalize(s string, since time.Time) string {
 func golden(t *testing.T, d dialectEnv, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update && d.name == "sqlite" {
+	if *update && d.name == "sqlite" && d.mode == "direct" {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 		return

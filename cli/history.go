@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/tidelinehq/tideline/apijson"
-	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/client"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -37,14 +37,14 @@ func runScheduleHistory(ctx context.Context, e env, args []string) error {
 	}
 	defer a.Close()
 
-	page, err := a.service.History(ctx, c.cfg.namespaceOrDefault(), pos[0], *after, *limit)
+	page, err := a.ScheduleHistoryPage(ctx, pos[0], client.HistoryOptions{AfterSequence: *after, Limit: *limit})
 	if err != nil {
 		return err
 	}
 	// --all follows the cursor until the stream ends; the result reads as
 	// one page that has everything.
 	for *all && page.HasMore {
-		next, err := a.service.History(ctx, page.Namespace, page.ScheduleID, *page.NextCursor, *limit)
+		next, err := a.ScheduleHistoryPage(ctx, page.ScheduleID, client.HistoryOptions{AfterSequence: *page.NextCursor, Limit: *limit})
 		if err != nil {
 			return err
 		}
@@ -54,10 +54,10 @@ func runScheduleHistory(ctx context.Context, e env, args []string) error {
 
 	switch *output {
 	case "json":
-		return writeJSON(e.stdout, apijson.FromHistory(page))
+		return writeJSON(e.stdout, page)
 	case "jsonl":
 		for _, ev := range page.Events {
-			if err := writeJSONLine(e.stdout, apijson.FromEvent(ev)); err != nil {
+			if err := writeJSONLine(e.stdout, ev); err != nil {
 				return err
 			}
 		}
@@ -73,7 +73,7 @@ func runScheduleHistory(ctx context.Context, e env, args []string) error {
 	}
 	t := newTable(e.stdout, "Seq", "Event", "Recorded At", "Workflow Refs")
 	for _, ev := range page.Events {
-		t.row(strconv.FormatInt(ev.Sequence, 10), ev.EventType, scheduling.FormatTime(ev.RecordedAt), workflowRefs(ev))
+		t.row(strconv.FormatInt(ev.Sequence, 10), ev.EventType, scheduling.FormatTime(ev.RecordedAt.T()), workflowRefs(ev))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -89,7 +89,7 @@ func moreHint(cursor int64) string {
 }
 
 // workflowRefs names the instance and run an event is about.
-func workflowRefs(ev models.ScheduleEvent) string {
+func workflowRefs(ev apijson.Event) string {
 	switch {
 	case ev.WorkflowInstanceID != nil && ev.WorkflowRunID != nil:
 		return *ev.WorkflowInstanceID + " (run " + *ev.WorkflowRunID + ")"

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -77,6 +78,22 @@ func timeOrDash(t *time.Time) string {
 		return "-"
 	}
 	return scheduling.FormatTime(*t)
+}
+
+func apiTimeOrDash(t *apijson.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return scheduling.FormatTime(t.T())
+}
+
+// pairsSummary is a map on one line: "a=1, b=2", sorted by key.
+func pairsSummary(m map[string]string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // localTime adds the wall time in the schedule's zone when it is not UTC,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/apijson"
+	"github.com/tidelinehq/tideline/client"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -25,27 +26,15 @@ func scheduleCommands() map[string]subcommand {
 		"backfill": {"start the occurrences of a past window", runScheduleBackfill},
 		"remove":   {"delete a schedule (its history stays readable)", runScheduleRemove},
 		"history":  {"show a schedule's audit events", runScheduleHistory},
+		"update":   {"change fields of a schedule (--clear FIELD resets one)", runScheduleUpdate},
+		"export":   {"print the namespace's schedules as a YAML (or JSON) file for apply", runScheduleExport},
+		"apply":    {"make the namespace's schedules match a file: create, update, --prune delete", runScheduleApply},
 	}
 }
 
 // runSchedule dispatches `tideline schedule <verb>`.
 func runSchedule(ctx context.Context, e env, args []string) error {
-	subs := scheduleCommands()
-	if len(args) == 0 {
-		printSubcommands(e, "schedule", subs, false)
-		return usagef("missing schedule command")
-	}
-	name := args[0]
-	if name == "-h" || name == "--help" || name == "help" {
-		printSubcommands(e, "schedule", subs, true)
-		return ErrHelpShown
-	}
-	sub, ok := subs[name]
-	if !ok {
-		printSubcommands(e, "schedule", subs, false)
-		return usagef("unknown schedule command %q", name)
-	}
-	return explain(sub.run(ctx, e, args[1:]))
+	return dispatch(ctx, e, "schedule", scheduleCommands(), args)
 }
 
 // listPageSize is how many schedules one List call fetches; list prints
@@ -85,48 +74,42 @@ func runScheduleList(ctx context.Context, e env, args []string) error {
 	}
 	defer a.Close()
 
-	filter := scheduling.ListFilter{Namespace: c.cfg.namespaceOrDefault(), Statuses: statuses, Text: *text,
-		WorkflowType: *workflowType, Label: *label, Limit: listPageSize}
-	var all []models.Schedule
-	for {
-		page, err := a.service.List(ctx, filter)
+	ns := c.cfg.namespaceOrDefault()
+	var all []apijson.Schedule
+	for sch, err := range a.ListSchedules(ctx, client.ListSchedulesOptions{Statuses: statuses, Query: *text,
+		WorkflowType: *workflowType, Label: *label, Limit: listPageSize}) {
 		if err != nil {
 			return err
 		}
-		all = append(all, page.Schedules...)
-		if !page.HasMore {
-			break
-		}
-		filter.Cursor = page.NextCursor
+		all = append(all, sch)
 	}
 
 	switch *output {
 	case "json":
-		out := make([]apijson.Schedule, 0, len(all))
-		for i := range all {
-			out = append(out, apijson.FromSchedule(&all[i]))
+		if all == nil {
+			all = []apijson.Schedule{}
 		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.stdout, all)
 	case "jsonl":
-		for i := range all {
-			if err := writeJSONLine(e.stdout, apijson.FromSchedule(&all[i])); err != nil {
+		for _, sch := range all {
+			if err := writeJSONLine(e.stdout, sch); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	if len(all) == 0 {
-		fmt.Fprintf(e.stdout, "No schedules in namespace %s.\n", filter.Namespace)
+		fmt.Fprintf(e.stdout, "No schedules in namespace %s.\n", ns)
 		return nil
 	}
 	t := newTable(e.stdout, "Schedule ID", "Status", "Workflow Type", "Spec", "Timezone", "Overlap", "Next Fire At", "Last Fired At", "Fires")
 	for _, s := range all {
-		next := timeOrDash(s.NextFireAt)
+		next := apiTimeOrDash(s.NextFireAt)
 		if s.Status != models.StatusActive {
 			next = "-" // a paused schedule keeps a stale value; it will not fire then
 		}
 		t.row(s.ScheduleID, s.Status, clean(s.Action.WorkflowType), clean(specSummary(s.Spec)), orDash(s.Spec.Timezone),
-			s.OverlapPolicy, next, timeOrDash(s.LastFiredAt), strconv.FormatInt(s.FiresCount, 10))
+			s.OverlapPolicy, next, apiTimeOrDash(s.LastFiredAt), strconv.FormatInt(s.FiresCount, 10))
 	}
 	return t.flush()
 }
@@ -136,7 +119,7 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	var crons, everys stringList
 	workflowType := c.fs.String("workflow-type", "", "workflow type to start (required)")
 	c.fs.Var(&crons, "cron", "cron expression, 5 fields or @daily… (repeatable)")
-	c.fs.Var(&everys, "every", `fixed interval: ISO-8601 (PT1H, P1D) or "1 hour", "30 minutes" (repeatable)`)
+	c.fs.Var(&everys, "every", `fixed interval: ISO-8601 (PT1H, P1D) or "1 hour", "30 minutes"; "EVERY offset OFFSET" shifts it (repeatable)`)
 	timezone := c.fs.String("timezone", "", "IANA zone the cron expressions are read in (default UTC)")
 	overlap := c.fs.String("overlap", "", "overlap policy: skip, buffer_one, buffer_all, allow_all, cancel_other or terminate_other (default skip)")
 	queue := c.fs.String("queue", "", "queue of the started runs (default: the workflow type's, then the global one)")
@@ -146,6 +129,7 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	input := c.fs.String("input", "", `workflow input as JSON, e.g. '{"full": true}'`)
 	paused := c.fs.Bool("paused", false, "create the schedule paused")
 	note := c.fs.String("note", "", "free-text note shown with the schedule")
+	af := bindActionFlags(c)
 	pos, err := c.parse(args, "<id>")
 	if err != nil {
 		return err
@@ -156,39 +140,43 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	if len(crons) == 0 && len(everys) == 0 {
 		return usagef("give at least one --cron or --every")
 	}
-	in := scheduling.CreateInput{
-		Namespace: c.cfg.namespaceOrDefault(), ScheduleID: pos[0],
-		Spec:          models.Spec{CronExpressions: []string(crons), Timezone: *timezone},
+	req := apijson.CreateSchedule{
+		ScheduleID:    pos[0],
+		Spec:          &models.Spec{CronExpressions: []string(crons), Timezone: *timezone},
 		Action:        models.Action{WorkflowType: *workflowType},
 		OverlapPolicy: *overlap, Note: *note, Paused: *paused,
 	}
-	for _, every := range everys {
-		d, err := scheduling.ParseDuration(every)
-		if err != nil {
-			return usagef("invalid --every %q: %v", every, err)
-		}
-		in.Spec.Intervals = append(in.Spec.Intervals, models.Interval{Every: scheduling.FormatISODuration(d)})
+	if req.Spec.Intervals, err = parseEverys(everys); err != nil {
+		return err
 	}
-	if in.JitterSeconds, err = parseJitter(*jitter); err != nil {
+	if req.JitterSeconds, err = parseJitter(*jitter); err != nil {
 		return err
 	}
 	if c.isSet("max-runs") {
-		in.MaxRuns = maxRuns
+		req.MaxRuns = maxRuns
 	}
 	if c.isSet("queue") {
-		in.Queue = queue
+		req.Queue = queue
 	}
 	if c.isSet("connection") {
-		in.Connection = connection
+		req.Connection = connection
 	}
 	if *input != "" {
-		dec := json.NewDecoder(bytes.NewReader([]byte(*input)))
-		dec.UseNumber() // keep big integers exact
-		var doc any
-		if err := dec.Decode(&doc); err != nil || dec.More() {
-			return usagef("invalid --input: want one JSON value, e.g. '{\"full\": true}'")
+		if req.Action.Input, err = parseInput(*input); err != nil {
+			return err
 		}
-		in.Action.Input = json.RawMessage(*input)
+	}
+	if err := af.apply(&req.Action); err != nil {
+		return err
+	}
+	if req.Labels, err = af.labels.toMap("label"); err != nil {
+		return err
+	}
+	if req.Memo, err = af.memo.toMap("memo"); err != nil {
+		return err
+	}
+	if req.SearchAttributes, err = af.attrs.toMap("search-attribute"); err != nil {
+		return err
 	}
 
 	a, err := c.open(ctx)
@@ -196,15 +184,136 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	sch, err := a.service.Create(ctx, in, c.commandContext(""))
+	sch, err := a.CreateSchedule(ctx, req)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Created schedule %s (%s) in namespace %s.\n", sch.ScheduleID, sch.Status, sch.Namespace)
 	if sch.Status == models.StatusActive && sch.NextFireAt != nil {
-		fmt.Fprintf(e.stdout, "Next fire at: %s\n", localTime(*sch.NextFireAt, sch.Spec.Timezone))
+		fmt.Fprintf(e.stdout, "Next fire at: %s\n", localTime(sch.NextFireAt.T(), sch.Spec.Timezone))
 	}
 	return nil
+}
+
+// actionFlags are the flags add and update share beyond the basics.
+type actionFlags struct {
+	workflowClass    *string
+	executionTimeout *string
+	runTimeout       *string
+	labels           pairList
+	memo             pairList
+	attrs            pairList
+	c                *dbCommand
+}
+
+func bindActionFlags(c *dbCommand) *actionFlags {
+	af := &actionFlags{c: c}
+	af.workflowClass = c.fs.String("workflow-class", "", "workflow class passed to the worker (optional)")
+	af.executionTimeout = c.fs.String("execution-timeout", "", `limit on the whole execution, retries included: seconds or a duration ("2h", "PT30M")`)
+	af.runTimeout = c.fs.String("run-timeout", "", `limit on one run: seconds or a duration ("10m")`)
+	c.fs.Var(&af.labels, "label", "label key=value (repeatable; filter with list --label key:value)")
+	c.fs.Var(&af.memo, "memo", "memo entry key=value, shown with the schedule (repeatable)")
+	c.fs.Var(&af.attrs, "search-attribute", "search attribute key=value (repeatable)")
+	return af
+}
+
+// apply copies the set action flags into a.
+func (af *actionFlags) apply(a *models.Action) error {
+	if af.c.isSet("workflow-class") {
+		a.WorkflowClass = *af.workflowClass
+	}
+	for _, f := range []struct {
+		name string
+		raw  *string
+		dst  **int64
+	}{{"execution-timeout", af.executionTimeout, &a.ExecutionTimeoutSeconds}, {"run-timeout", af.runTimeout, &a.RunTimeoutSeconds}} {
+		if !af.c.isSet(f.name) {
+			continue
+		}
+		n, err := parseSeconds(f.name, *f.raw)
+		if err != nil {
+			return err
+		}
+		*f.dst = &n
+	}
+	return nil
+}
+
+// parseSeconds accepts whole seconds or a duration ("90s", "1 hour", "PT5M").
+func parseSeconds(flagName, s string) (int64, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return int64(d / time.Second), nil
+	}
+	d, err := scheduling.ParseDuration(s)
+	if err != nil {
+		return 0, usagef("invalid --%s %q: want seconds or a duration such as 90s, 10m or PT1H", flagName, s)
+	}
+	return int64(d / time.Second), nil
+}
+
+// pairList is a repeatable key=value flag.
+type pairList []string
+
+func (l *pairList) String() string { return strings.Join(*l, ", ") }
+
+func (l *pairList) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", v)
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+func (l pairList) toMap(flagName string) (map[string]string, error) {
+	if len(l) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(l))
+	for _, kv := range l {
+		k, v, _ := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if _, dup := m[k]; dup {
+			return nil, usagef("--%s %s given twice", flagName, k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func parseEverys(everys []string) ([]models.Interval, error) {
+	var out []models.Interval
+	for _, every := range everys {
+		ev, off, _ := strings.Cut(every, " offset ")
+		d, err := scheduling.ParseDuration(strings.TrimSpace(ev))
+		if err != nil {
+			return nil, usagef("invalid --every %q: %v", every, err)
+		}
+		iv := models.Interval{Every: scheduling.FormatISODuration(d)}
+		if off != "" {
+			o, err := scheduling.ParseDuration(strings.TrimSpace(off))
+			if err != nil {
+				return nil, usagef("invalid --every %q: offset: %v", every, err)
+			}
+			if o > 0 {
+				iv.Offset = scheduling.FormatISODuration(o)
+			}
+		}
+		out = append(out, iv)
+	}
+	return out, nil
+}
+
+func parseInput(input string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(input)))
+	dec.UseNumber() // keep big integers exact
+	var doc any
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		return nil, usagef("invalid --input: want one JSON value, e.g. '{\"full\": true}'")
+	}
+	return json.RawMessage(input), nil
 }
 
 // parseJitter accepts whole seconds or a duration.
@@ -236,22 +345,24 @@ func runScheduleDescribe(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	d, err := a.service.Describe(ctx, c.cfg.namespaceOrDefault(), pos[0])
+	d, err := a.GetSchedule(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	if *output == "json" {
-		return writeJSON(e.stdout, apijson.FromDescription(d))
+		return writeJSON(e.stdout, d)
 	}
 	return printDescription(e, d)
 }
 
-func printDescription(e env, d *scheduling.Description) error {
-	s := d.Schedule
+func printDescription(e env, s *apijson.Schedule) error {
 	zone := s.Spec.Timezone
 	t := newTable(e.stdout, "Schedule:", s.ScheduleID)
 	t.row("Namespace:", s.Namespace)
 	t.row("Status:", s.Status)
+	if s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply {
+		t.row("Managed by:", "schedule apply (label "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+"; edit the file, not the schedule)")
+	}
 	t.row("Workflow type:", clean(s.Action.WorkflowType))
 	if s.Action.WorkflowClass != "" {
 		t.row("Workflow class:", clean(s.Action.WorkflowClass))
@@ -263,7 +374,7 @@ func printDescription(e env, d *scheduling.Description) error {
 		t.row("Interval:", intervalSummary(iv))
 	}
 	t.row("Timezone:", orDash(zone))
-	t.row("Description:", clean(d.SpecDescription))
+	t.row("Description:", clean(s.SpecDescription))
 	t.row("Overlap policy:", s.OverlapPolicy)
 	t.row("Jitter:", fmt.Sprintf("%ds", s.JitterSeconds))
 	maxRuns := "unlimited"
@@ -276,18 +387,32 @@ func printDescription(e env, d *scheduling.Description) error {
 	t.row("Max runs:", maxRuns)
 	t.row("Connection:", strOrDash(s.Connection))
 	t.row("Queue:", strOrDash(s.Queue))
+	if s.Action.ExecutionTimeoutSeconds != nil {
+		t.row("Execution timeout:", fmt.Sprintf("%ds", *s.Action.ExecutionTimeoutSeconds))
+	}
+	if s.Action.RunTimeoutSeconds != nil {
+		t.row("Run timeout:", fmt.Sprintf("%ds", *s.Action.RunTimeoutSeconds))
+	}
 	if s.Action.Input != nil {
 		t.row("Input:", clean(canonicalJSON(s.Action.Input)))
 	}
+	for _, m := range []struct {
+		name string
+		kv   map[string]string
+	}{{"Labels:", s.Labels}, {"Memo:", s.Memo}, {"Search attributes:", s.SearchAttributes}} {
+		if len(m.kv) > 0 {
+			t.row(m.name, clean(pairsSummary(m.kv)))
+		}
+	}
 	t.row("Note:", orDash(clean(s.Note)))
 	t.row("Fires:", fmt.Sprintf("%d (%d failed, %d skipped)", s.FiresCount, s.StartFailuresCount, s.SkippedTriggerCount))
-	if h := s.Health; h.FailuresCount > 0 {
-		t.row("Failed runs:", fmt.Sprintf("%d (%d in a row)", h.FailuresCount, h.ConsecutiveFailures))
+	if s.FailuresCount > 0 {
+		t.row("Failed runs:", fmt.Sprintf("%d (%d in a row)", s.FailuresCount, s.ConsecutiveFailures))
 	}
-	if h := s.Health; h.LastRunID != nil {
-		last := *h.LastRunID + " " + strOrDash(h.LastRunStatus) + " at " + timeOrDash(h.LastRunFinishedAt)
-		if h.LastRunError != nil {
-			last += ": " + clean(*h.LastRunError)
+	if l := s.LastRun; l != nil {
+		last := l.RunID + " " + l.Status + " at " + apiTimeOrDash(l.FinishedAt)
+		if l.ErrorMessage != nil {
+			last += ": " + clean(*l.ErrorMessage)
 		}
 		t.row("Last run:", last)
 	}
@@ -295,45 +420,45 @@ func printDescription(e env, d *scheduling.Description) error {
 		t.row("Pause after:", fmt.Sprintf("%d consecutive failures", *s.PauseAfterFailures))
 	}
 	if s.LastSkipReason != nil {
-		t.row("Last skip:", *s.LastSkipReason+" at "+timeOrDash(s.LastSkippedAt))
+		t.row("Last skip:", *s.LastSkipReason+" at "+apiTimeOrDash(s.LastSkippedAt))
 	}
-	t.row("Last fired at:", timeOrDash(s.LastFiredAt))
+	t.row("Last fired at:", apiTimeOrDash(s.LastFiredAt))
 	t.row("Latest instance:", strOrDash(s.LatestInstanceID))
 	t.row("Latest run:", strOrDash(s.LatestRunID))
 	if len(s.BufferedActions) > 0 {
 		t.row("Buffered fires:", strconv.Itoa(len(s.BufferedActions)))
 	}
 	if s.PausedAt != nil && s.Status == models.StatusPaused {
-		t.row("Paused at:", timeOrDash(s.PausedAt))
+		t.row("Paused at:", apiTimeOrDash(s.PausedAt))
 		t.row("Paused by:", strOrDash(s.PausedBy))
 		t.row("Pause reason:", clean(strOrDash(s.PauseReason)))
 		if s.PausedUntil != nil {
-			t.row("Paused until:", localTime(*s.PausedUntil, zone))
+			t.row("Paused until:", localTime(s.PausedUntil.T(), zone))
 		}
 	}
-	t.row("Created at:", scheduling.FormatTime(s.CreatedAt))
-	t.row("Updated at:", scheduling.FormatTime(s.UpdatedAt))
+	t.row("Created at:", scheduling.FormatTime(s.CreatedAt.T()))
+	t.row("Updated at:", scheduling.FormatTime(s.UpdatedAt.T()))
 	if s.Status == models.StatusActive {
 		next := "never"
 		if s.NextFireAt != nil {
-			next = localTime(*s.NextFireAt, zone)
+			next = localTime(s.NextFireAt.T(), zone)
 		}
 		t.row("Next fire at:", next)
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(d.FutureFireTimes) > 0 {
+	if len(s.FutureFireTimes) > 0 {
 		fmt.Fprintln(e.stdout, "\nNext fire times:")
-		for _, ft := range d.FutureFireTimes {
-			fmt.Fprintf(e.stdout, "  %s\n", localTime(ft, zone))
+		for _, ft := range s.FutureFireTimes {
+			fmt.Fprintf(e.stdout, "  %s\n", localTime(ft.T(), zone))
 		}
 	}
 	if len(s.RecentActions) > 0 {
 		fmt.Fprintln(e.stdout, "\nRecent actions (newest first):")
 		t := newTable(e.stdout, "  Outcome", "Occurrence", "Instance", "Reason")
 		for _, ra := range s.RecentActions {
-			t.row("  "+ra.Outcome, scheduling.FormatTime(ra.OccurrenceTime), orDash(ra.InstanceID), orDash(ra.Reason))
+			t.row("  "+ra.Outcome, scheduling.FormatTime(ra.OccurrenceTime.T()), orDash(ra.InstanceID), orDash(ra.Reason))
 		}
 		return t.flush()
 	}
@@ -348,20 +473,20 @@ func runSchedulePause(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := c.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	in := scheduling.PauseInput{Reason: *reason}
+	opts := client.PauseOptions{Reason: *reason}
 	if *until != "" {
 		t, err := parseTimeFlag("until", *until)
 		if err != nil {
 			return err
 		}
-		in.Until = &t
+		opts.Until = &t
 	}
-	sch, err := a.service.Pause(ctx, c.cfg.namespaceOrDefault(), pos[0], in, c.commandContext(*reason))
+	a, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	sch, err := a.PauseSchedule(ctx, pos[0], opts)
 	if err != nil {
 		return err
 	}
@@ -384,13 +509,13 @@ func runScheduleResume(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	sch, err := a.service.Resume(ctx, c.cfg.namespaceOrDefault(), pos[0], c.commandContext(""))
+	sch, err := a.ResumeSchedule(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	next := "never"
 	if sch.NextFireAt != nil {
-		next = localTime(*sch.NextFireAt, sch.Spec.Timezone)
+		next = localTime(sch.NextFireAt.T(), sch.Spec.Timezone)
 	}
 	fmt.Fprintf(e.stdout, "Resumed schedule %s. Next fire at: %s\n", sch.ScheduleID, next)
 	return nil
@@ -407,18 +532,17 @@ func runScheduleRemove(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	ns := c.cfg.namespaceOrDefault()
 	// Delete is idempotent and says nothing about a second call; look first
 	// so the message tells the operator which case this was.
-	before, err := a.service.Get(ctx, ns, pos[0])
+	gone, err := a.deleted(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	if before.Status == models.StatusDeleted {
-		fmt.Fprintf(e.stdout, "Schedule %s was already removed.\n", before.ScheduleID)
+	if gone {
+		fmt.Fprintf(e.stdout, "Schedule %s was already removed.\n", pos[0])
 		return nil
 	}
-	sch, err := a.service.Delete(ctx, ns, pos[0], c.commandContext(""))
+	sch, err := a.DeleteSchedule(ctx, pos[0])
 	if err != nil {
 		return err
 	}
@@ -444,21 +568,21 @@ func runScheduleTrigger(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	res, err := a.service.Trigger(ctx, c.cfg.namespaceOrDefault(), pos[0], *overlap, c.commandContext(""))
+	res, err := a.TriggerSchedule(ctx, pos[0], *overlap)
 	if err != nil {
 		return err
 	}
 	if *output == "json" {
-		return writeJSON(e.stdout, apijson.FromTrigger(res))
+		return writeJSON(e.stdout, res)
 	}
 	id := pos[0]
 	switch res.Outcome {
 	case scheduling.OutcomeTriggered:
-		fmt.Fprintf(e.stdout, "[%s] triggered → %s (run %s)\n", id, res.InstanceID, res.RunID)
+		fmt.Fprintf(e.stdout, "[%s] triggered → %s (run %s)\n", id, strOrDash(res.InstanceID), strOrDash(res.RunID))
 	case scheduling.OutcomeBuffered:
-		fmt.Fprintf(e.stdout, "[%s] buffered → %s (buffer depth %d)\n", id, res.InstanceID, res.BufferDepth)
+		fmt.Fprintf(e.stdout, "[%s] buffered → %s (buffer depth %d)\n", id, strOrDash(res.InstanceID), res.BufferDepth)
 	default:
-		fmt.Fprintf(e.stdout, "[%s] %s (%s)\n", id, res.Outcome, orDash(res.Reason))
+		fmt.Fprintf(e.stdout, "[%s] %s (%s)\n", id, res.Outcome, strOrDash(res.Reason))
 	}
 	return nil
 }
@@ -492,9 +616,7 @@ func runScheduleBackfill(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer a.Close()
-	rep, err := a.service.Backfill(ctx, c.cfg.namespaceOrDefault(), pos[0], scheduling.BackfillInput{
-		From: from, To: to, OverlapPolicy: *overlap, DryRun: *dryRun, CommandContext: c.commandContext(""),
-	})
+	rep, err := a.BackfillSchedule(ctx, pos[0], client.BackfillOptions{From: from, To: to, OverlapPolicy: *overlap, DryRun: *dryRun})
 	if err != nil {
 		return err
 	}
@@ -505,7 +627,7 @@ func runScheduleBackfill(ctx context.Context, e env, args []string) error {
 		failed = failed || r.Outcome == scheduling.BackfillFailed
 	}
 	if *output == "json" {
-		err = writeJSON(e.stdout, apijson.FromBackfill(rep))
+		err = writeJSON(e.stdout, rep)
 	} else {
 		err = printBackfill(e, rep, counts)
 	}
@@ -518,14 +640,14 @@ func runScheduleBackfill(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-func printBackfill(e env, rep *scheduling.BackfillReport, counts map[string]int) error {
+func printBackfill(e env, rep *apijson.Backfill, counts map[string]int) error {
 	if len(rep.Results) == 0 {
 		fmt.Fprintln(e.stdout, "No occurrences in the window.")
 		return nil
 	}
 	t := newTable(e.stdout, "Occurrence", "Outcome", "Instance ID", "Reason")
 	for _, r := range rep.Results {
-		t.row(scheduling.FormatTime(r.OccurrenceTime), r.Outcome, orDash(r.InstanceID), orDash(r.Reason))
+		t.row(scheduling.FormatTime(r.OccurrenceTime.T()), r.Outcome, strOrDash(r.InstanceID), strOrDash(r.Reason))
 	}
 	if err := t.flush(); err != nil {
 		return err

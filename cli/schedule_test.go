@@ -164,12 +164,22 @@ func TestScheduleNamespaceAndActor(t *testing.T) {
 		_, err := d.fail(t, "schedule", "describe", "job")
 		require.ErrorIs(t, err, scheduling.ErrNotFound)
 
-		ops := dialectEnv{name: d.name, url: d.url, environ: map[string]string{}}
+		ops := dialectEnv{name: d.name, mode: d.mode, url: d.url, environ: map[string]string{}}
 		for k, v := range d.environ {
 			ops.environ[k] = v
 		}
 		ops.environ["TIDELINE_NAMESPACE"] = "ops"
-		ops.run(t, "schedule", "pause", "job", "--reason", "maintenance", "--actor", "bob")
+		actor := "bob"
+		if d.mode == "remote" {
+			// The server records the token's name; the CLI may not claim another.
+			_, _, err := runCLI(t, ops.environ, "schedule", "pause", "job", "--actor", "bob")
+			requireExit(t, 2, err)
+			require.ErrorContains(t, err, "--actor cannot be used with --server")
+			actor = "alice"
+			ops.run(t, "schedule", "pause", "job", "--reason", "maintenance")
+		} else {
+			ops.run(t, "schedule", "pause", "job", "--reason", "maintenance", "--actor", "bob")
+		}
 		require.Regexp(t, `\njob +paused +w +@daily +UTC +skip +- +- +0\n$`, ops.run(t, "schedule", "list"))
 
 		var page struct {
@@ -190,10 +200,16 @@ func TestScheduleNamespaceAndActor(t *testing.T) {
 			require.NoError(t, json.Unmarshal(ev.Payload, &p))
 			contexts = append(contexts, p.CommandContext)
 		}
+		for _, cc := range contexts {
+			if d.mode == "remote" {
+				require.Regexp(t, `^\w{8,}$`, cc["request_id"], "the server's request ID")
+				delete(cc, "request_id")
+			}
+		}
 		require.Equal(t, []map[string]any{
-			{"source": "cli", "actor": "alice"},
-			{"source": "cli", "actor": "bob", "reason": "maintenance"},
-		}, contexts, "actor from $USER, or --actor")
+			{"source": d.source(), "actor": "alice"},
+			{"source": d.source(), "actor": actor, "reason": "maintenance"},
+		}, contexts, "actor from $USER, or --actor (direct); the token's name (remote)")
 	})
 }
 

@@ -29,12 +29,17 @@ func runServe(ctx context.Context, e env, args []string) error {
 	tlsCert := fs.String("tls-cert", envOr(e, "TIDELINE_TLS_CERT", ""), "TLS certificate file (with --tls-key): serve HTTPS")
 	tlsKey := fs.String("tls-key", envOr(e, "TIDELINE_TLS_KEY", ""), "TLS private key file")
 	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
-	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data")
+	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data (in "+demoSQLiteFile+" unless --database is given; delete that file to reset)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := cfg.validate(true); err != nil {
 		return err
+	}
+	if *demo && cfg.DatabaseURL == "" {
+		// Demo schedules in ./tideline.db would keep firing, with no worker,
+		// under a later plain serve; they get a file of their own.
+		cfg.DatabaseURL = "sqlite:" + demoSQLiteFile
 	}
 	if *loopPeriod < 10*time.Millisecond {
 		return usagef("invalid --loop-period %s: want at least 10ms", *loopPeriod)
@@ -94,8 +99,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		defer loop.Stop()
 	}
 
+	waitDemo := func() {}
 	if *demo {
-		if err := startDemo(ctx, a, cfg.namespaceOrDefault(), ln.Addr().String(), *tlsCert != "", store, logger); err != nil {
+		if waitDemo, err = startDemo(ctx, a, cfg.namespaceOrDefault(), ln.Addr().String(), *tlsCert != "", store, logger); err != nil {
 			return err
 		}
 	}
@@ -117,6 +123,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
+	waitDemo()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := httpServer.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -124,6 +131,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	return nil
 }
+
+// demoSQLiteFile holds serve --demo's data when no database is configured.
+const demoSQLiteFile = "tideline-demo.db"
 
 // loopbackAddr reports whether addr only accepts connections from this
 // machine ("0.0.0.0:8080", ":8080" and public addresses do not).

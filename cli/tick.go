@@ -34,12 +34,12 @@ func runTick(ctx context.Context, e env, args []string) error {
 	}
 	defer a.Close()
 
-	rows, err := a.service.Tick(ctx, *limit)
+	rows, err := a.Tick(ctx, *limit)
 	if err != nil {
-		return fmt.Errorf("tick: %w", err)
+		return explain(err)
 	}
 	if *asJSON {
-		err = writeJSON(e.stdout, apijson.FromTickRows(rows))
+		err = writeJSON(e.stdout, rows)
 	} else {
 		err = printTickRows(e.stdout, rows)
 	}
@@ -54,7 +54,7 @@ func runTick(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-func printTickRows(w io.Writer, rows []scheduling.TickRow) error {
+func printTickRows(w io.Writer, rows []apijson.TickRow) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "No schedules due.")
 		return err
@@ -68,9 +68,9 @@ func printTickRows(w io.Writer, rows []scheduling.TickRow) error {
 		}
 		switch {
 		case r.Outcome == scheduling.OutcomeSkipped || r.Outcome == scheduling.OutcomeFailed:
-			fmt.Fprintf(w, "[%s] %s (%s)\n", name, r.Outcome, orDash(r.Reason))
-		case r.InstanceID != "":
-			fmt.Fprintf(w, "[%s] %s → %s\n", name, r.Outcome, r.InstanceID)
+			fmt.Fprintf(w, "[%s] %s (%s)\n", name, r.Outcome, strOrDash(r.Reason))
+		case r.InstanceID != nil:
+			fmt.Fprintf(w, "[%s] %s → %s\n", name, r.Outcome, *r.InstanceID)
 		default:
 			fmt.Fprintf(w, "[%s] %s\n", name, r.Outcome)
 		}

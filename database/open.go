@@ -148,3 +148,15 @@ func redact(raw string) string {
 	}
 	return u.String()
 }
+
+// SQLitePath is the file a SQLite URL ("" or "sqlite:PATH") names; ok is
+// false for PostgreSQL URLs.
+func SQLitePath(rawURL string) (path string, ok bool) {
+	switch {
+	case rawURL == "":
+		return DefaultSQLiteFile, true
+	case strings.HasPrefix(rawURL, "sqlite:"):
+		return strings.TrimPrefix(strings.TrimPrefix(rawURL, "sqlite:"), "//"), true
+	}
+	return "", false
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -38,27 +39,29 @@ func commandContext(c echo.Context, source, reason string) *scheduling.CommandCo
 
 func (h *API) ns(c echo.Context) (string, error) { return resolveNamespace(c, h.Namespace) }
 
-type createRequest struct {
-	ScheduleID         string            `json:"schedule_id"`
-	Spec               *models.Spec      `json:"spec"`
-	Cron               string            `json:"cron"` // shorthand for spec.cron_expressions: [cron]
-	Action             models.Action     `json:"action"`
-	OverlapPolicy      string            `json:"overlap_policy"`
-	JitterSeconds      int               `json:"jitter_seconds"`
-	MaxRuns            *int64            `json:"max_runs"`
-	Connection         *string           `json:"connection"`
-	Queue              *string           `json:"queue"`
-	Labels             map[string]string `json:"labels"`
-	Memo               map[string]string `json:"memo"`
-	SearchAttributes   map[string]string `json:"search_attributes"`
-	Note               string            `json:"note"`
-	Paused             bool              `json:"paused"`
-	PauseAfterFailures *int              `json:"pause_after_failures"`
+type createRequest = apijson.CreateSchedule
+
+// dryRun reads ?dry_run=true: validate and report, write nothing.
+func dryRun(c echo.Context) (bool, error) {
+	raw := c.QueryParam("dry_run")
+	if raw == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(raw)
+	if err != nil {
+		return false, scheduling.NewValidationError("dry_run", "must be true or false")
+	}
+	return b, nil
 }
 
-// CreateSchedule answers POST /schedules with 201 and the describe object.
+// CreateSchedule answers POST /schedules with 201 and the describe object;
+// with ?dry_run=true, 200 and the schedule as it would be created.
 func (h *API) CreateSchedule(c echo.Context) error {
 	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
 	if err != nil {
 		return err
 	}
@@ -73,12 +76,20 @@ func (h *API) CreateSchedule(c echo.Context) error {
 	if req.Cron != "" {
 		spec.CronExpressions = append([]string{req.Cron}, spec.CronExpressions...)
 	}
-	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
+	in := scheduling.CreateInput{
 		Namespace: ns, ScheduleID: req.ScheduleID, Spec: spec, Action: req.Action, OverlapPolicy: req.OverlapPolicy,
 		JitterSeconds: req.JitterSeconds, MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
 		Labels: req.Labels, Memo: req.Memo, SearchAttributes: req.SearchAttributes, Note: req.Note, Paused: req.Paused,
 		PauseAfterFailures: req.PauseAfterFailures,
-	}, commandContext(c, "api", ""))
+	}
+	if dry {
+		sch, err := h.Service.PlanCreate(c.Request().Context(), in)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, apijson.FromSchedule(sch))
+	}
+	sch, err := h.Service.Create(c.Request().Context(), in, commandContext(c, "api", ""))
 	if err != nil {
 		return err
 	}
@@ -128,9 +139,14 @@ func (h *API) ListSchedules(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromSchedulePage(page))
 }
 
-// UpdateSchedule answers PATCH /schedules/{id}: only the given fields change.
+// UpdateSchedule answers PATCH /schedules/{id}: only the given fields
+// change. With ?dry_run=true it answers what would change (UpdatePlan).
 func (h *API) UpdateSchedule(c echo.Context) error {
 	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	dry, err := dryRun(c)
 	if err != nil {
 		return err
 	}
@@ -144,6 +160,13 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 	in, err := parseUpdate(raw)
 	if err != nil {
 		return err
+	}
+	if dry {
+		plan, err := h.Service.PlanUpdate(c.Request().Context(), ns, c.Param("schedule_id"), in)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, apijson.FromUpdatePlan(plan))
 	}
 	sch, err := h.Service.Update(c.Request().Context(), ns, c.Param("schedule_id"), in, commandContext(c, "api", ""))
 	if err != nil {
@@ -236,11 +259,7 @@ func (h *API) PauseSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Reason      string `json:"reason"`
-		PausedUntil string `json:"paused_until"`
-		Until       string `json:"until"` // a shorter alias of paused_until
-	}
+	var req apijson.PauseRequest
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -278,9 +297,7 @@ func (h *API) TriggerSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		OverlapPolicy string `json:"overlap_policy"`
-	}
+	var req apijson.TriggerRequest
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -297,12 +314,7 @@ func (h *API) BackfillSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		From          string `json:"from"`
-		To            string `json:"to"`
-		OverlapPolicy string `json:"overlap_policy"`
-		DryRun        bool   `json:"dry_run"`
-	}
+	var req apijson.BackfillRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
@@ -379,11 +391,7 @@ func (h *API) GetRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, struct {
-		apijson.Run
-		Attempts []apijson.Attempt  `json:"attempts"`
-		History  []apijson.RunEvent `json:"history"`
-	}{apijson.FromRun(d.Run), apijson.FromAttempts(d.Attempts), apijson.FromRunEvents(d.Events)})
+	return c.JSON(http.StatusOK, apijson.RunDetail{Run: apijson.FromRun(d.Run), Attempts: apijson.FromAttempts(d.Attempts), History: apijson.FromRunEvents(d.Events)})
 }
 
 // CancelRun answers POST /runs/{run_id}/cancel.
@@ -401,9 +409,7 @@ func (h *API) runAction(c echo.Context, action func(ctx context.Context, ns, run
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Reason string `json:"reason"`
-	}
+	var req apijson.RunActionRequest
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -419,11 +425,7 @@ func (h *API) runAction(c echo.Context, action func(ctx context.Context, ns, run
 
 // Preview answers POST /schedules/preview {spec, after?, count?}.
 func (h *API) Preview(c echo.Context) error {
-	var req struct {
-		Spec  models.Spec `json:"spec"`
-		After string      `json:"after"`
-		Count *int        `json:"count"`
-	}
+	var req apijson.PreviewRequest
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
@@ -443,10 +445,7 @@ func (h *API) Preview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Description string         `json:"description"`
-		FireTimes   []apijson.Time `json:"fire_times"`
-	}{Description: p.Description, FireTimes: make([]apijson.Time, 0, len(p.FireTimes))}
+	out := apijson.Preview{Description: p.Description, FireTimes: make([]apijson.Time, 0, len(p.FireTimes))}
 	for _, t := range p.FireTimes {
 		out.FireTimes = append(out.FireTimes, apijson.At(t))
 	}
@@ -460,9 +459,7 @@ func (h *API) Tick(c echo.Context) error {
 	if p := PrincipalFrom(c); p != nil && !p.AllNamespaces() {
 		return echo.NewHTTPError(http.StatusForbidden, "tick covers every namespace; a token bound to namespaces may not run it")
 	}
-	var req struct {
-		Limit int `json:"limit"`
-	}
+	var req apijson.TickRequest
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -473,5 +470,5 @@ func (h *API) Tick(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"rows": apijson.FromTickRows(rows)})
+	return c.JSON(http.StatusOK, apijson.Tick{Rows: apijson.FromTickRows(rows)})
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
@@ -321,28 +321,9 @@ func (f *scheduleForm) canonical() map[string]string {
 	return out
 }
 
-func canonicalOf(s *models.Schedule) map[string]string {
-	v := valuesOf(s)
-	input := ""
-	if s.Action.Input != nil {
-		// Through `any` and back, as the service compares (1 == 1.0).
-		if raw, err := json.Marshal(s.Action.Input); err == nil {
-			var doc any
-			if json.Unmarshal(raw, &doc) == nil {
-				raw, _ = json.Marshal(doc)
-			}
-			input = string(bytes.TrimSpace(raw))
-		}
-	}
-	oneLine := func(s string) string { return strings.ReplaceAll(s, "\n", ", ") }
-	return map[string]string{
-		"cron_expressions": oneLine(v.CronExpressions), "intervals": oneLine(v.Intervals), "timezone": v.Timezone,
-		"workflow_type": v.WorkflowType, "workflow_class": v.WorkflowClass, "input": input,
-		"execution_timeout_seconds": v.ExecutionTimeoutSeconds, "run_timeout_seconds": v.RunTimeoutSeconds,
-		"overlap_policy": v.OverlapPolicy, "jitter_seconds": v.JitterSeconds, "max_runs": v.MaxRuns,
-		"connection": v.Connection, "queue": v.Queue, "labels": oneLine(v.Labels), "memo": oneLine(v.Memo), "note": v.Note,
-	}
-}
+// canonicalOf is the service's spelling of each field, so the form's
+// "what will change" list is the diff `schedule apply` prints.
+func canonicalOf(s *models.Schedule) map[string]string { return scheduling.FieldValues(s) }
 
 // changes lists what saving the form would change on s.
 func (f *scheduleForm) changes(s *models.Schedule) []views.FieldChange {
@@ -583,7 +564,14 @@ func (h *Console) EditSchedule(c echo.Context) error {
 	if p, valid := r.preview(parseScheduleForm(v.Values)); valid {
 		v.Preview = &p
 	}
-	return ok(c, views.ScheduleFormPage(r.layout("Edit "+s.ScheduleID, "schedules"), v))
+	layout := r.layout("Edit "+s.ScheduleID, "schedules")
+	if s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply && layout.Flash == nil {
+		// The next `schedule apply` of its file would undo an edit made here.
+		layout.Flash = &views.Flash{Kind: "error", Message: "Managed by apply: " + s.ScheduleID +
+			" is kept in a schedules file (label " + apijson.ManagedByLabel + "=" + apijson.ManagedByApply +
+			"); the next 'tideline schedule apply' undoes edits made here. Change the file instead."}
+	}
+	return ok(c, views.ScheduleFormPage(layout, v))
 }
 
 // UpdateSchedule answers POST /waterline/schedules/{id}/edit: it saves the

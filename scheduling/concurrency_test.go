@@ -70,6 +70,7 @@ func TestReplicasFireEachOccurrenceExactlyOnce(t *testing.T) {
 	for range replicas {
 		db, err := database.Open(t.Context(), url)
 		require.NoError(t, err)
+		dbtest.LimitPool(db)
 		t.Cleanup(func() { _ = db.Close() })
 		services = append(services, schedtest.Service(db, clock))
 	}
@@ -129,6 +130,7 @@ func replicas(t *testing.T, n int, clock *schedtest.Clock) []*scheduling.Service
 	for range n {
 		db, err := database.Open(t.Context(), url)
 		require.NoError(t, err)
+		dbtest.LimitPool(db)
 		t.Cleanup(func() { _ = db.Close() })
 		services = append(services, schedtest.Service(db, clock))
 	}

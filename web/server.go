@@ -158,8 +158,13 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 		HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			if v.Status >= http.StatusInternalServerError {
+			switch {
+			case v.Status >= http.StatusInternalServerError:
 				level = slog.LevelError
+			case strings.Contains(c.Path(), "/worker/") && v.Status < http.StatusBadRequest:
+				// Every poll, heartbeat and completion of every worker: at
+				// INFO they flood the log; refused ones stay visible.
+				level = slog.LevelDebug
 			}
 			logger.LogAttrs(c.Request().Context(), level, "request",
 				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),

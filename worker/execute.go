@@ -195,6 +195,8 @@ func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, run Run, stop 
 		}
 		hb, err := w.client.Heartbeat(ctx, run.ID, w.leaseSeconds)
 		switch {
+		case ctx.Err() != nil:
+			return // the worker is stopping: not a failure worth a warning
 		case runGone(err):
 			log.Info("worker: the server no longer runs this run; cancelling its handler", "err", err)
 			cancel(errRunGone)

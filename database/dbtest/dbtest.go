@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -65,20 +66,25 @@ func PostgresURL(t testing.TB) string {
 		t.Fatalf("dbtest: %s is not set; run the README's test command, or export %s=postgres://postgres@127.0.0.1:5432/test?sslmode=disable", EnvURL, EnvURL)
 	}
 	ctx := context.Background()
-	admin, err := database.Open(ctx, base)
-	if err != nil {
-		t.Fatalf("dbtest: connect to PostgreSQL: %v", err)
-	}
 	schema := "t_" + randomHex(8)
-	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		_ = admin.Close()
+	// The admin connection is opened for each statement and closed again:
+	// a test waiting for its turn to run in parallel holds no connection.
+	admin := func(stmt string) error {
+		db, err := database.Open(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, stmt)
+		return err
+	}
+	if err := admin("CREATE SCHEMA " + schema); err != nil {
 		t.Fatalf("dbtest: create schema: %v", err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if err := admin("DROP SCHEMA " + schema + " CASCADE"); err != nil {
 			t.Errorf("dbtest: drop schema %s: %v", schema, err)
 		}
-		_ = admin.Close()
 	})
 	u, err := url.Parse(base)
 	if err != nil {
@@ -103,6 +109,7 @@ func migrated(t testing.TB, rawURL string) *bun.DB {
 	if err != nil {
 		t.Fatalf("dbtest: open %s: %v", rawURL, err)
 	}
+	LimitPool(db)
 	t.Cleanup(func() { _ = db.Close() })
 	if _, err := migrations.Apply(ctx, db); err != nil {
 		t.Fatalf("dbtest: migrate: %v", err)
@@ -116,4 +123,22 @@ func randomHex(n int) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return hex.EncodeToString(b)
+}
+
+// TestPoolSize is the most connections a test's database pool opens. Tests
+// run in parallel, many packages at once, against one PostgreSQL (100
+// connections by default); production's pool of 20 per test exhausted it.
+// Concurrency tests still run several transactions at once through it.
+const TestPoolSize = 6
+
+// LimitPool caps a test's pool at TestPoolSize and lets idle connections go
+// after a second: a parallel test opens its database before it waits for
+// its turn, and must not hold connections while it waits (SQLite keeps its
+// one connection).
+func LimitPool(db *bun.DB) {
+	if database.IsPostgres(db) {
+		db.SetMaxOpenConns(TestPoolSize)
+		db.SetMaxIdleConns(2)
+		db.SetConnMaxIdleTime(time.Second)
+	}
 }

@@ -1,0 +1,553 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tidelinehq/tideline/apijson"
+	"github.com/tidelinehq/tideline/client"
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// The file format of export and apply (docs/schedules-file.md): a YAML (or
+// JSON) list of schedules in the shape of POST /schedules.
+
+var exportFormats = []string{"yaml", "json"}
+
+func runScheduleExport(ctx context.Context, e env, args []string) error {
+	c := newDBCommand("schedule export", "tideline schedule export --label team=data > schedules.yaml", e)
+	output := outputFlag(c.fs, exportFormats...)
+	var labels pairList
+	c.fs.Var(&labels, "label", "only schedules with this label, key=value (repeatable: all must match)")
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	if err := checkOutput(*output, exportFormats...); err != nil {
+		return err
+	}
+	want, err := labels.toMap("label")
+	if err != nil {
+		return err
+	}
+	a, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	opts := client.ListSchedulesOptions{Statuses: []string{models.StatusActive, models.StatusPaused}, Limit: listPageSize}
+	for k, v := range want {
+		opts.Label = k + ":" + v // the server filters by one; the rest below
+		break
+	}
+	docs := []apijson.CreateSchedule{}
+	for s, err := range a.ListSchedules(ctx, opts) {
+		if err != nil {
+			return err
+		}
+		if matchesLabels(s.Labels, want) {
+			docs = append(docs, exportDoc(&s))
+		}
+	}
+	if *output == "json" {
+		return writeJSON(e.stdout, docs)
+	}
+	out, err := toYAML(docs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "# Schedules of namespace %s, exported by tideline schedule export.\n"+
+		"# Edit, then: tideline schedule apply -f FILE --dry-run, and without --dry-run.\n", c.cfg.namespaceOrDefault())
+	_, err = e.stdout.Write(out)
+	return err
+}
+
+func matchesLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// exportDoc is a schedule as a document of the file: what create accepts,
+// no state (counters, next fire), paused as at creation.
+func exportDoc(s *apijson.Schedule) apijson.CreateSchedule {
+	spec := s.Spec
+	return apijson.CreateSchedule{ScheduleID: s.ScheduleID, Spec: &spec, Action: s.Action, OverlapPolicy: s.OverlapPolicy,
+		JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, Connection: s.Connection, Queue: s.Queue, Labels: s.Labels,
+		Memo: s.Memo, SearchAttributes: s.SearchAttributes, Note: s.Note, Paused: s.Status == models.StatusPaused}
+}
+
+// toYAML writes v as block YAML in its JSON field order: the JSON text is
+// read as YAML (a superset) and restyled, which keeps big integers and key
+// order exactly.
+func toYAML(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode export: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("encode export: %w", err)
+	}
+	var restyle func(n *yaml.Node)
+	restyle = func(n *yaml.Node) {
+		n.Style = 0
+		for _, c := range n.Content {
+			restyle(c)
+		}
+	}
+	restyle(&doc)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("encode export: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// fileDoc is one schedule of an apply file, with where it is.
+type fileDoc struct {
+	req  apijson.CreateSchedule
+	node *yaml.Node
+}
+
+// fileError is a problem at a line of the file.
+type fileError struct {
+	line int
+	msg  string
+}
+
+// fileErrors are every problem found, reported together.
+type fileErrors struct {
+	name string
+	errs []fileError
+}
+
+func (e *fileErrors) add(line int, format string, args ...any) {
+	e.errs = append(e.errs, fileError{line, fmt.Sprintf(format, args...)})
+}
+
+func (e *fileErrors) Error() string {
+	slices.SortStableFunc(e.errs, func(a, b fileError) int { return a.line - b.line })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s, nothing changed:", e.name, plural(len(e.errs), "error"))
+	for _, fe := range e.errs {
+		fmt.Fprintf(&b, "\n  %s:%d: %s", e.name, fe.line, fe.msg)
+	}
+	return b.String()
+}
+
+// Keys a document may hold, at each level: the JSON names of the API's own
+// shapes, so a field added there is known here without another list.
+var (
+	docKeys      = jsonKeys(apijson.CreateSchedule{})
+	specKeys     = jsonKeys(models.Spec{})
+	intervalKeys = jsonKeys(models.Interval{})
+	actionKeys   = jsonKeys(models.Action{})
+	retryKeys    = jsonKeys(models.RetryPolicy{})
+)
+
+// jsonKeys lists the JSON field names of a struct, in declaration order.
+func jsonKeys(v any) []string {
+	t := reflect.TypeOf(v)
+	keys := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+// parseFile reads an apply file; every problem is reported with its line.
+func parseFile(name string, data []byte) ([]fileDoc, error) {
+	errs := &fileErrors{name: name}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		line := 1
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+		}
+		errs.add(line, "not valid YAML: %s", strings.TrimPrefix(yamlLine.ReplaceAllString(err.Error(), ""), "yaml: "))
+		return nil, errs
+	}
+	if len(root.Content) == 0 {
+		return nil, nil // an empty file: no schedules
+	}
+	list := root.Content[0]
+	if list.Kind != yaml.SequenceNode {
+		errs.add(list.Line, "the file must be a list of schedules (each item starting with '- schedule_id: …')")
+		return nil, errs
+	}
+	var docs []fileDoc
+	seen := map[string]int{}
+	for _, item := range list.Content {
+		if item.Kind != yaml.MappingNode {
+			errs.add(item.Line, "each schedule must be a mapping of fields")
+			continue
+		}
+		checkKeys(errs, item, docKeys, "")
+		for i := 0; i+1 < len(item.Content); i += 2 {
+			switch k, v := item.Content[i].Value, item.Content[i+1]; k {
+			case "spec":
+				checkKeys(errs, v, specKeys, "spec.")
+				if ivs := child(v, "intervals"); ivs != nil && ivs.Kind == yaml.SequenceNode {
+					for _, iv := range ivs.Content {
+						checkKeys(errs, iv, intervalKeys, "spec.intervals[].")
+					}
+				}
+			case "action":
+				checkKeys(errs, v, actionKeys, "action.")
+				checkKeys(errs, child(v, "retry_policy"), retryKeys, "action.retry_policy.")
+			}
+		}
+		var doc any
+		if err := item.Decode(&doc); err != nil {
+			errs.add(item.Line, "%v", err)
+			continue
+		}
+		raw, err := json.Marshal(doc)
+		if err != nil {
+			errs.add(item.Line, "cannot be read as JSON: %v", err)
+			continue
+		}
+		var req apijson.CreateSchedule
+		if err := json.Unmarshal(raw, &req); err != nil {
+			errs.add(typeErrorLine(item, err), "%s", describeDecodeError(err))
+			continue
+		}
+		switch id := req.ScheduleID; {
+		case id == "":
+			errs.add(item.Line, "schedule_id is required: apply matches schedules by ID")
+			continue
+		case seen[id] != 0:
+			errs.add(keyLine(item, "schedule_id"), "schedule_id %q appears twice (first at line %d)", id, seen[id])
+			continue
+		}
+		seen[req.ScheduleID] = keyLine(item, "schedule_id")
+		docs = append(docs, fileDoc{req: req, node: item})
+	}
+	if len(errs.errs) > 0 {
+		return nil, errs
+	}
+	return docs, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+func checkKeys(errs *fileErrors, n *yaml.Node, allowed []string, prefix string) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(allowed, k.Value) {
+			errs.add(k.Line, "unknown field %q; %sfields are %s", prefix+k.Value, prefix, strings.Join(allowed, ", "))
+		}
+	}
+}
+
+func child(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keyLine(n *yaml.Node, key string) int {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return n.Line
+}
+
+// fieldLine finds the line of an API field path ("spec.cron_expressions[0]",
+// "action.workflow_type") in a document, else the nearest enclosing line.
+func fieldLine(doc *yaml.Node, path string) int {
+	n, line := doc, doc.Line
+	for part := range strings.SplitSeq(strings.ReplaceAll(path, "[", ".["), ".") {
+		if part == "" {
+			continue
+		}
+		if strings.HasPrefix(part, "[") {
+			i, err := strconv.Atoi(strings.Trim(part, "[]"))
+			if err != nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+			continue
+		}
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		line = keyLine(n, part)
+		if n = child(n, part); n == nil {
+			return line
+		}
+	}
+	return line
+}
+
+func typeErrorLine(doc *yaml.Node, err error) int {
+	var typ *json.UnmarshalTypeError
+	if asTypeError(err, &typ) && typ.Field != "" {
+		return fieldLine(doc, typ.Field)
+	}
+	return doc.Line
+}
+
+func asTypeError(err error, target **json.UnmarshalTypeError) bool { return errors.As(err, target) }
+
+func describeDecodeError(err error) string {
+	var typ *json.UnmarshalTypeError
+	if asTypeError(err, &typ) {
+		return fmt.Sprintf("%s must be %s, not %s", typ.Field, kindName(typ.Type.Kind().String()), typ.Value)
+	}
+	return err.Error()
+}
+
+func kindName(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int", "int64", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "map", "struct", "ptr":
+		return "a mapping"
+	case "slice":
+		return "a list"
+	}
+	return "another type"
+}
+
+// step is one planned change of an apply.
+type step struct {
+	kind    string // create, update, delete
+	id      string
+	doc     *fileDoc
+	patch   apijson.SchedulePatch
+	fields  []string
+	changes []apijson.FieldChange
+}
+
+func runScheduleApply(ctx context.Context, e env, args []string) error {
+	c := newDBCommand("schedule apply", "tideline schedule apply -f schedules.yaml --dry-run", e).withActor()
+	file := c.fs.String("f", "", "the file of schedules, or - for standard input (required)")
+	dryRun := c.fs.Bool("dry-run", false, "print the plan and change nothing")
+	prune := c.fs.Bool("prune", false, "also delete schedules labelled "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+" that the file no longer lists")
+	if _, err := c.parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("missing -f FILE (or -f - for standard input)")
+	}
+	var data []byte
+	var err error
+	name := *file
+	if name == "-" {
+		data, err = io.ReadAll(c.e.stdin)
+		name = "<stdin>"
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	docs, err := parseFile(name, data)
+	if err != nil {
+		return err
+	}
+
+	a, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	existing := map[string]apijson.Schedule{}
+	for s, err := range a.ListSchedules(ctx, client.ListSchedulesOptions{
+		Statuses: []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}, Limit: listPageSize}) {
+		if err != nil {
+			return err
+		}
+		existing[s.ScheduleID] = s
+	}
+
+	// Plan everything, validated by the service, before writing anything.
+	errs := &fileErrors{name: name}
+	var steps []step
+	unchanged := 0
+	inFile := map[string]bool{}
+	for i := range docs {
+		d := &docs[i]
+		inFile[d.req.ScheduleID] = true
+		d.req.Labels = managed(d.req.Labels)
+		cur, found := existing[d.req.ScheduleID]
+		var err error
+		switch {
+		case found && cur.Status == models.StatusDeleted:
+			errs.add(keyLine(d.node, "schedule_id"), "schedule %q was deleted; deleted schedules keep their ID (and history), so choose another schedule_id", d.req.ScheduleID)
+			continue
+		case found:
+			patch := fullPatch(d.req)
+			var plan *apijson.UpdatePlan
+			if plan, err = a.PlanUpdateSchedule(ctx, d.req.ScheduleID, patch); err == nil {
+				if len(plan.ChangedFields) == 0 {
+					unchanged++
+					continue
+				}
+				steps = append(steps, step{kind: "update", id: d.req.ScheduleID, doc: d, patch: patch, fields: plan.ChangedFields, changes: plan.Changes})
+			}
+		default:
+			var planned *apijson.Schedule
+			if planned, err = a.PlanCreateSchedule(ctx, d.req); err == nil {
+				steps = append(steps, step{kind: "create", id: d.req.ScheduleID, doc: d, changes: creationChanges(planned)})
+			}
+		}
+		if err != nil {
+			reportDocError(errs, d, explain(err))
+		}
+	}
+	if len(errs.errs) > 0 {
+		return errs
+	}
+	var strays []string
+	for _, id := range sortedKeys(existing) {
+		s := existing[id]
+		if s.Status != models.StatusDeleted && !inFile[id] && s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply {
+			strays = append(strays, id)
+		}
+	}
+	if *prune {
+		for _, id := range strays {
+			steps = append(steps, step{kind: "delete", id: id})
+		}
+	}
+
+	counts := map[string]int{}
+	for _, st := range steps {
+		counts[st.kind]++
+		switch st.kind {
+		case "create":
+			printChanges(e.stdout, "+ create "+st.id, st.changes)
+		case "update":
+			printChanges(e.stdout, "~ update "+st.id, st.changes)
+		case "delete":
+			fmt.Fprintf(e.stdout, "- delete %s (managed by apply, not in the file)\n", st.id)
+		}
+	}
+	fmt.Fprintf(e.stdout, "Plan: %d to create, %d to update, %d to delete, %d unchanged.\n", counts["create"], counts["update"], counts["delete"], unchanged)
+	if len(strays) > 0 && !*prune {
+		fmt.Fprintf(e.stdout, "Not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(strays, ", "))
+	}
+	if *dryRun {
+		fmt.Fprintln(e.stdout, "Dry run: nothing changed.")
+		return nil
+	}
+	for _, st := range steps {
+		var err error
+		switch st.kind {
+		case "create":
+			_, err = a.CreateSchedule(ctx, st.doc.req)
+		case "update":
+			_, err = a.UpdateSchedule(ctx, st.id, st.patch)
+		case "delete":
+			_, err = a.DeleteSchedule(ctx, st.id)
+		}
+		if err != nil {
+			// Validation passed for every document, so this is a race with
+			// another writer or an outage; say how far apply got.
+			return fmt.Errorf("%s %s: %w (the steps above it were applied; run apply again to finish)", st.kind, st.id, explain(err))
+		}
+	}
+	if len(steps) > 0 {
+		fmt.Fprintf(e.stdout, "Applied: %d created, %d updated, %d deleted.\n", counts["create"], counts["update"], counts["delete"])
+	}
+	return nil
+}
+
+// managed adds the managed-by-apply label.
+func managed(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels)+1)
+	for k, v := range labels {
+		out[k] = v
+	}
+	out[apijson.ManagedByLabel] = apijson.ManagedByApply
+	return out
+}
+
+// fullPatch sets every field from the document: what the file leaves out
+// goes back to its default, so the schedule ends up as the file says.
+// paused is not applied to existing schedules: pausing is an operator's
+// act (an incident), which a routine apply must not undo.
+func fullPatch(req apijson.CreateSchedule) apijson.SchedulePatch {
+	spec := models.Spec{}
+	if req.Spec != nil {
+		spec = *req.Spec
+	}
+	if req.Cron != "" {
+		spec.CronExpressions = append([]string{req.Cron}, spec.CronExpressions...)
+	}
+	overlap := req.OverlapPolicy
+	if overlap == "" {
+		overlap = "skip"
+	}
+	action := req.Action
+	p := apijson.SchedulePatch{Spec: &spec, Action: &action, OverlapPolicy: &overlap, JitterSeconds: &req.JitterSeconds,
+		MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
+		Labels: ptrMap(req.Labels), Memo: ptrMap(req.Memo), SearchAttributes: ptrMap(req.SearchAttributes), Note: &req.Note}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"max_runs", req.MaxRuns != nil}, {"connection", req.Connection != nil}, {"queue", req.Queue != nil}} {
+		if !f.set {
+			p.Clear = append(p.Clear, f.name)
+		}
+	}
+	return p
+}
+
+func ptrMap(m map[string]string) *map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	return &m
+}
+
+// reportDocError files a service refusal under the lines it is about.
+func reportDocError(errs *fileErrors, d *fileDoc, err error) {
+	prefix := d.req.ScheduleID + ": "
+	var verr *scheduling.ValidationError
+	if errors.As(err, &verr) {
+		for _, k := range sortedKeys(verr.Fields) {
+			errs.add(fieldLine(d.node, k), "%s%s: %s: %s", prefix, verr.Code, k, verr.Fields[k])
+		}
+		return
+	}
+	errs.add(keyLine(d.node, "schedule_id"), "%s%v", prefix, err)
+}

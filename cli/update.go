@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/tidelinehq/tideline/apijson"
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// clearable are the fields --clear resets: nullable ones to null, maps to
+// {}, text to "", jitter to 0, action parts to absent.
+var clearable = []string{"connection", "queue", "max_runs", "note", "labels", "memo", "search_attributes", "jitter_seconds",
+	"input", "workflow_class", "execution_timeout_seconds", "run_timeout_seconds", "cron_expressions", "intervals"}
+
+func runScheduleUpdate(ctx context.Context, e env, args []string) error {
+	c := newDBCommand("schedule update <id>", `tideline schedule update daily-sync --cron "0 3 * * *" --label team=data --clear max_runs`, e).withActor()
+	var crons, everys, clears stringList
+	workflowType := c.fs.String("workflow-type", "", "workflow type to start")
+	c.fs.Var(&crons, "cron", "cron expression (repeatable; replaces the schedule's cron expressions)")
+	c.fs.Var(&everys, "every", `fixed interval, "EVERY [offset OFFSET]" (repeatable; replaces the intervals)`)
+	timezone := c.fs.String("timezone", "", "IANA zone the cron expressions are read in")
+	overlap := c.fs.String("overlap", "", "overlap policy: skip, buffer_one, buffer_all, allow_all, cancel_other or terminate_other")
+	queue := c.fs.String("queue", "", "queue of the started runs")
+	connection := c.fs.String("connection", "", "connection of the started runs")
+	jitter := c.fs.String("jitter", "", `random delay added to each fire: seconds or a duration ("30s")`)
+	maxRuns := c.fs.Int64("max-runs", 0, "delete the schedule after this many runs in all (must exceed the runs already started)")
+	input := c.fs.String("input", "", "workflow input as JSON")
+	note := c.fs.String("note", "", "free-text note")
+	af := bindActionFlags(c)
+	c.fs.Var(&clears, "clear", "reset a field (repeatable): "+strings.Join(clearable, ", "))
+	dryRun := c.fs.Bool("dry-run", false, "print what would change and change nothing")
+	pos, err := c.parse(args, "<id>")
+	if err != nil {
+		return err
+	}
+	for _, f := range clears {
+		if !slices.Contains(clearable, f) {
+			return usagef("invalid --clear %q: want one of %s", f, strings.Join(clearable, ", "))
+		}
+	}
+	intervals, err := parseEverys(everys)
+	if err != nil {
+		return err
+	}
+	var inputDoc []byte
+	if *input != "" {
+		if inputDoc, err = parseInput(*input); err != nil {
+			return err
+		}
+	}
+	labels, err := af.labels.toMap("label")
+	if err != nil {
+		return err
+	}
+	memo, err := af.memo.toMap("memo")
+	if err != nil {
+		return err
+	}
+	attrs, err := af.attrs.toMap("search-attribute")
+	if err != nil {
+		return err
+	}
+
+	a, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	cur, err := a.GetSchedule(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	cleared := func(f string) bool { return slices.Contains(clears, f) }
+	var p apijson.SchedulePatch
+
+	// spec and action are replaced whole: start from the current ones.
+	spec := cur.Spec
+	specChanged := false
+	if len(crons) > 0 || cleared("cron_expressions") {
+		spec.CronExpressions, specChanged = append([]string{}, crons...), true
+	}
+	if len(intervals) > 0 || cleared("intervals") {
+		spec.Intervals, specChanged = append([]models.Interval{}, intervals...), true
+	}
+	if c.isSet("timezone") {
+		spec.Timezone, specChanged = *timezone, true
+	}
+	if specChanged {
+		p.Spec = &spec
+	}
+	action := cur.Action
+	actionChanged := false
+	if c.isSet("workflow-type") {
+		action.WorkflowType, actionChanged = *workflowType, true
+	}
+	if c.isSet("input") {
+		action.Input, actionChanged = inputDoc, true
+	}
+	for field, apply := range map[string]func(){
+		"input": func() { action.Input = nil }, "workflow_class": func() { action.WorkflowClass = "" },
+		"execution_timeout_seconds": func() { action.ExecutionTimeoutSeconds = nil }, "run_timeout_seconds": func() { action.RunTimeoutSeconds = nil },
+	} {
+		if cleared(field) {
+			apply()
+			actionChanged = true
+		}
+	}
+	before := action
+	if err := af.apply(&action); err != nil {
+		return err
+	}
+	if actionChanged || !sameAction(before, action) {
+		p.Action = &action
+	}
+	if c.isSet("overlap") {
+		p.OverlapPolicy = overlap
+	}
+	if c.isSet("jitter") {
+		j, err := parseJitter(*jitter)
+		if err != nil {
+			return err
+		}
+		p.JitterSeconds = &j
+	}
+	if cleared("jitter_seconds") {
+		zero := 0
+		p.JitterSeconds = &zero
+	}
+	if c.isSet("max-runs") {
+		p.MaxRuns = maxRuns
+	}
+	if c.isSet("connection") {
+		p.Connection = connection
+	}
+	if c.isSet("queue") {
+		p.Queue = queue
+	}
+	for _, f := range apijson.NullableFields {
+		if cleared(f) {
+			p.Clear = append(p.Clear, f)
+		}
+	}
+	if c.isSet("note") {
+		p.Note = note
+	}
+	if cleared("note") {
+		empty := ""
+		p.Note = &empty
+	}
+	for _, m := range []struct {
+		field string
+		set   map[string]string
+		dst   **map[string]string
+	}{{"labels", labels, &p.Labels}, {"memo", memo, &p.Memo}, {"search_attributes", attrs, &p.SearchAttributes}} {
+		if m.set != nil {
+			v := m.set
+			*m.dst = &v
+		}
+		if cleared(m.field) {
+			v := map[string]string{}
+			*m.dst = &v
+		}
+	}
+	if p.Empty() {
+		return usagef("nothing to update: give a field flag or --clear FIELD (see 'tideline schedule update <id> --help')")
+	}
+
+	plan, err := a.PlanUpdateSchedule(ctx, cur.ScheduleID, p)
+	if err != nil {
+		return err
+	}
+	if len(plan.ChangedFields) == 0 {
+		fmt.Fprintf(e.stdout, "No changes: schedule %s already matches.\n", cur.ScheduleID)
+		return nil
+	}
+	printChanges(e.stdout, "~ "+cur.ScheduleID, plan.Changes)
+	if *dryRun {
+		fmt.Fprintln(e.stdout, "Dry run: nothing changed.")
+		return nil
+	}
+	if cur.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply {
+		fmt.Fprintf(e.stderr, "warning: %s is managed by 'schedule apply' (label %s=%s); the next apply will undo this edit unless the file changes too\n",
+			cur.ScheduleID, apijson.ManagedByLabel, apijson.ManagedByApply)
+	}
+	if _, err := a.UpdateSchedule(ctx, cur.ScheduleID, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Updated schedule %s: changed %s.\n", cur.ScheduleID, strings.Join(plan.ChangedFields, ", "))
+	return nil
+}
+
+func sameAction(a, b models.Action) bool {
+	return a.WorkflowClass == b.WorkflowClass && eqInt64(a.ExecutionTimeoutSeconds, b.ExecutionTimeoutSeconds) &&
+		eqInt64(a.RunTimeoutSeconds, b.RunTimeoutSeconds)
+}
+
+func eqInt64(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+// printChanges prints one schedule's per-field diff, the same fields and
+// spellings the console's edit form lists (scheduling.DiffSchedules).
+func printChanges(w io.Writer, title string, changes []apijson.FieldChange) {
+	fmt.Fprintln(w, title)
+	for _, ch := range changes {
+		fmt.Fprintf(w, "    %s: %s → %s\n", ch.Field, quoteEmpty(ch.From), quoteEmpty(ch.To))
+	}
+}
+
+func quoteEmpty(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return clean(s)
+}
+
+// toModel is the part of an API schedule the diff compares.
+func toModel(s *apijson.Schedule) *models.Schedule {
+	return &models.Schedule{Spec: s.Spec, Action: s.Action, OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds,
+		MaxRuns: s.MaxRuns, Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo,
+		SearchAttributes: s.SearchAttributes, Note: s.Note}
+}
+
+// creationChanges is a new schedule's diff against nothing.
+func creationChanges(s *apijson.Schedule) []apijson.FieldChange {
+	var out []apijson.FieldChange
+	for _, ch := range scheduling.DiffSchedules(&models.Schedule{}, toModel(s)) {
+		out = append(out, apijson.FieldChange(ch))
+	}
+	return out
+}
