@@ -5,6 +5,7 @@ package apijson
 
 import (
 	"encoding/json"
+	"slices"
 	"fmt"
 	"time"
 
@@ -458,6 +459,22 @@ type CreateSchedule struct {
 	PauseAfterFailures *int `json:"pause_after_failures,omitempty"`
 }
 
+// Input is the service's form of a create body in namespace: the one
+// translation the API and the CLI's direct mode share.
+func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
+	var spec models.Spec
+	if c.Spec != nil {
+		spec = *c.Spec
+	}
+	if c.Cron != "" {
+		spec.CronExpressions = append([]string{c.Cron}, spec.CronExpressions...)
+	}
+	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action,
+		OverlapPolicy: c.OverlapPolicy, JitterSeconds: c.JitterSeconds, MaxRuns: c.MaxRuns, Connection: c.Connection,
+		Queue: c.Queue, Labels: c.Labels, Memo: c.Memo, SearchAttributes: c.SearchAttributes, Note: c.Note, Paused: c.Paused,
+		PauseAfterFailures: c.PauseAfterFailures}
+}
+
 // NullableFields are the PATCH fields that an explicit null clears.
 var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures"}
 
@@ -496,6 +513,27 @@ func (p SchedulePatch) MarshalJSON() ([]byte, error) {
 		m[f] = json.RawMessage("null")
 	}
 	return json.Marshal(m)
+}
+
+// Input is the service's form of a patch: a nullable field is set when it
+// is given or named in Clear.
+func (p SchedulePatch) Input() scheduling.UpdateInput {
+	in := scheduling.UpdateInput{Spec: p.Spec, Action: p.Action, OverlapPolicy: p.OverlapPolicy, JitterSeconds: p.JitterSeconds,
+		Labels: p.Labels, Memo: p.Memo, SearchAttributes: p.SearchAttributes, Note: p.Note}
+	cleared := func(f string) bool { return slices.Contains(p.Clear, f) }
+	if p.MaxRuns != nil || cleared("max_runs") {
+		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: p.MaxRuns}
+	}
+	if p.Connection != nil || cleared("connection") {
+		in.Connection = scheduling.Nullable[string]{Set: true, Value: p.Connection}
+	}
+	if p.Queue != nil || cleared("queue") {
+		in.Queue = scheduling.Nullable[string]{Set: true, Value: p.Queue}
+	}
+	if p.PauseAfterFailures != nil || cleared("pause_after_failures") {
+		in.PauseAfterFailures = scheduling.Nullable[int]{Set: true, Value: p.PauseAfterFailures}
+	}
+	return in
 }
 
 // Empty reports whether the patch changes nothing.

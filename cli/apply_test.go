@@ -256,3 +256,35 @@ func TestRuns(t *testing.T) {
 		require.Contains(t, err.Error(), "run_not_found")
 	})
 }
+
+// The run-outcome fields have flags on add and update, in both modes: the
+// retry policy (defaults filled in by the server) and pause on failure.
+func TestOutcomeFlags(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d dialectEnv) {
+		d.run(t, "schedule", "add", "job", "--workflow-type", "w", "--cron", "0 2 * * *",
+			"--max-attempts", "4", "--retry-initial", "30s", "--non-retryable", "bad_input", "--pause-after-failures", "3")
+		describe := d.run(t, "schedule", "describe", "job")
+		require.Regexp(t, `\nRetries: +4 attempts, 30s × 2 up to 3000s; never retried: bad_input\n`, describe)
+		require.Regexp(t, `\nPause after: +3 consecutive failures\n`, describe)
+
+		out := d.run(t, "schedule", "update", "job", "--retry-coefficient", "3", "--pause-after-failures", "5")
+		require.Equal(t, "~ job\n"+
+			"    retry_policy: max_attempts=4 initial=30s coefficient=2 max=3000s non_retryable=bad_input → max_attempts=4 initial=30s coefficient=3 max=3000s non_retryable=bad_input\n"+
+			"    pause_after_failures: 3 → 5\n"+
+			"Updated schedule job: changed action, pause_after_failures.\n", out)
+		var sch map[string]any
+		require.NoError(t, json.Unmarshal([]byte(d.run(t, "schedule", "describe", "job", "--output", "json")), &sch))
+		require.Equal(t, map[string]any{"max_attempts": 4.0, "initial_interval_seconds": 30.0, "backoff_coefficient": 3.0,
+			"max_interval_seconds": 3000.0, "non_retryable_error_types": []any{"bad_input"}}, sch["action"].(map[string]any)["retry_policy"])
+		require.EqualValues(t, 5, sch["pause_after_failures"])
+
+		d.run(t, "schedule", "update", "job", "--clear", "retry_policy", "--clear", "pause_after_failures")
+		require.NoError(t, json.Unmarshal([]byte(d.run(t, "schedule", "describe", "job", "--output", "json")), &sch))
+		require.Nil(t, sch["action"].(map[string]any)["retry_policy"])
+		require.Nil(t, sch["pause_after_failures"])
+
+		_, err := d.fail(t, "schedule", "update", "job", "--max-attempts", "101")
+		require.Contains(t, err.Error(), "action.retry_policy.max_attempts")
+	})
+}

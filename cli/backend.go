@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"slices"
 	"syscall"
 	"time"
 
@@ -105,21 +104,8 @@ func (d *direct) ListSchedules(ctx context.Context, opts client.ListSchedulesOpt
 	}
 }
 
-func (d *direct) createInput(req apijson.CreateSchedule) scheduling.CreateInput {
-	var spec models.Spec
-	if req.Spec != nil {
-		spec = *req.Spec
-	}
-	if req.Cron != "" {
-		spec.CronExpressions = append([]string{req.Cron}, spec.CronExpressions...)
-	}
-	return scheduling.CreateInput{Namespace: d.ns, ScheduleID: req.ScheduleID, Spec: spec, Action: req.Action,
-		OverlapPolicy: req.OverlapPolicy, JitterSeconds: req.JitterSeconds, MaxRuns: req.MaxRuns, Connection: req.Connection,
-		Queue: req.Queue, Labels: req.Labels, Memo: req.Memo, SearchAttributes: req.SearchAttributes, Note: req.Note, Paused: req.Paused}
-}
-
 func (d *direct) CreateSchedule(ctx context.Context, req apijson.CreateSchedule) (*apijson.Schedule, error) {
-	sch, err := d.a.service.Create(ctx, d.createInput(req), d.cc)
+	sch, err := d.a.service.Create(ctx, req.Input(d.ns), d.cc)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +113,7 @@ func (d *direct) CreateSchedule(ctx context.Context, req apijson.CreateSchedule)
 }
 
 func (d *direct) PlanCreateSchedule(ctx context.Context, req apijson.CreateSchedule) (*apijson.Schedule, error) {
-	sch, err := d.a.service.PlanCreate(ctx, d.createInput(req))
+	sch, err := d.a.service.PlanCreate(ctx, req.Input(d.ns))
 	if err != nil {
 		return nil, err
 	}
@@ -155,31 +141,15 @@ func (d *direct) deleted(ctx context.Context, id string) (bool, error) {
 	return sch.Status == models.StatusDeleted, nil
 }
 
-// updateInput is the service's form of a PATCH body.
-func updateInput(p apijson.SchedulePatch) scheduling.UpdateInput {
-	in := scheduling.UpdateInput{Spec: p.Spec, Action: p.Action, OverlapPolicy: p.OverlapPolicy, JitterSeconds: p.JitterSeconds,
-		Labels: p.Labels, Memo: p.Memo, SearchAttributes: p.SearchAttributes, Note: p.Note}
-	if p.MaxRuns != nil || slices.Contains(p.Clear, "max_runs") {
-		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: p.MaxRuns}
-	}
-	if p.Connection != nil || slices.Contains(p.Clear, "connection") {
-		in.Connection = scheduling.Nullable[string]{Set: true, Value: p.Connection}
-	}
-	if p.Queue != nil || slices.Contains(p.Clear, "queue") {
-		in.Queue = scheduling.Nullable[string]{Set: true, Value: p.Queue}
-	}
-	return in
-}
-
 func (d *direct) UpdateSchedule(ctx context.Context, id string, patch apijson.SchedulePatch) (*apijson.Schedule, error) {
-	if _, err := d.a.service.Update(ctx, d.ns, id, updateInput(patch), d.cc); err != nil {
+	if _, err := d.a.service.Update(ctx, d.ns, id, patch.Input(), d.cc); err != nil {
 		return nil, err
 	}
 	return d.GetSchedule(ctx, id)
 }
 
 func (d *direct) PlanUpdateSchedule(ctx context.Context, id string, patch apijson.SchedulePatch) (*apijson.UpdatePlan, error) {
-	plan, err := d.a.service.PlanUpdate(ctx, d.ns, id, updateInput(patch))
+	plan, err := d.a.service.PlanUpdate(ctx, d.ns, id, patch.Input())
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -169,6 +170,7 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	if err := af.apply(&req.Action); err != nil {
 		return err
 	}
+	req.PauseAfterFailures = af.pauseAfter()
 	if req.Labels, err = af.labels.toMap("label"); err != nil {
 		return err
 	}
@@ -203,7 +205,14 @@ type actionFlags struct {
 	labels           pairList
 	memo             pairList
 	attrs            pairList
-	c                *dbCommand
+	// The retry policy (SPEC §10) and pause on failure.
+	maxAttempts        *int
+	retryInitial       *string
+	retryCoefficient   *float64
+	retryMaxInterval   *string
+	nonRetryable       stringList
+	pauseAfterFailures *int
+	c                  *dbCommand
 }
 
 func bindActionFlags(c *dbCommand) *actionFlags {
@@ -214,7 +223,24 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	c.fs.Var(&af.labels, "label", "label key=value (repeatable; filter with list --label key:value)")
 	c.fs.Var(&af.memo, "memo", "memo entry key=value, shown with the schedule (repeatable)")
 	c.fs.Var(&af.attrs, "search-attribute", "search attribute key=value (repeatable)")
+	af.maxAttempts = c.fs.Int("max-attempts", 0, "retry a failed run until it has had this many attempts (1-100; 1 = no retry)")
+	af.retryInitial = c.fs.String("retry-initial", "", `wait before the first retry: seconds or a duration (default 1s)`)
+	af.retryCoefficient = c.fs.Float64("retry-coefficient", 0, "each further retry waits this many times longer (1.0-10.0, default 2.0)")
+	af.retryMaxInterval = c.fs.String("retry-max-interval", "", "longest wait between attempts (default 100 × --retry-initial, at most a day)")
+	c.fs.Var(&af.nonRetryable, "non-retryable", "error type that ends the run without retry (repeatable)")
+	af.pauseAfterFailures = c.fs.Int("pause-after-failures", 0, "pause the schedule after this many consecutive failed runs (1-100)")
 	return af
+}
+
+// retryFlags are the flags that set the retry policy.
+var retryFlags = []string{"max-attempts", "retry-initial", "retry-coefficient", "retry-max-interval", "non-retryable"}
+
+// pauseAfter is the --pause-after-failures value when given.
+func (af *actionFlags) pauseAfter() *int {
+	if !af.c.isSet("pause-after-failures") {
+		return nil
+	}
+	return af.pauseAfterFailures
 }
 
 // apply copies the set action flags into a.
@@ -236,6 +262,42 @@ func (af *actionFlags) apply(a *models.Action) error {
 		}
 		*f.dst = &n
 	}
+	return af.applyRetry(a)
+}
+
+// applyRetry sets the given retry flags on the action's policy, keeping the
+// fields not given (the server fills in defaults).
+func (af *actionFlags) applyRetry(a *models.Action) error {
+	if !slices.ContainsFunc(retryFlags, af.c.isSet) {
+		return nil
+	}
+	p := models.RetryPolicy{}
+	if a.RetryPolicy != nil {
+		p = *a.RetryPolicy
+	}
+	if af.c.isSet("max-attempts") {
+		p.MaxAttempts = af.maxAttempts
+	}
+	if af.c.isSet("retry-coefficient") {
+		p.BackoffCoefficient = af.retryCoefficient
+	}
+	for _, f := range []struct {
+		name string
+		raw  *string
+		dst  **int64
+	}{{"retry-initial", af.retryInitial, &p.InitialIntervalSeconds}, {"retry-max-interval", af.retryMaxInterval, &p.MaxIntervalSeconds}} {
+		if af.c.isSet(f.name) {
+			n, err := parseSeconds(f.name, *f.raw)
+			if err != nil {
+				return err
+			}
+			*f.dst = &n
+		}
+	}
+	if af.c.isSet("non-retryable") {
+		p.NonRetryableErrorTypes = append([]string{}, af.nonRetryable...)
+	}
+	a.RetryPolicy = &p
 	return nil
 }
 
@@ -392,6 +454,13 @@ func printDescription(e env, s *apijson.Schedule) error {
 	}
 	if s.Action.RunTimeoutSeconds != nil {
 		t.row("Run timeout:", fmt.Sprintf("%ds", *s.Action.RunTimeoutSeconds))
+	}
+	if p := s.Action.RetryPolicy; p != nil && p.MaxAttempts != nil {
+		retries := fmt.Sprintf("%d attempts, %ds × %g up to %ds", *p.MaxAttempts, *p.InitialIntervalSeconds, *p.BackoffCoefficient, *p.MaxIntervalSeconds)
+		if len(p.NonRetryableErrorTypes) > 0 {
+			retries += "; never retried: " + strings.Join(p.NonRetryableErrorTypes, ", ")
+		}
+		t.row("Retries:", retries)
 	}
 	if s.Action.Input != nil {
 		t.row("Input:", clean(canonicalJSON(s.Action.Input)))

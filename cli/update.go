@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -15,7 +16,8 @@ import (
 // clearable are the fields --clear resets: nullable ones to null, maps to
 // {}, text to "", jitter to 0, action parts to absent.
 var clearable = []string{"connection", "queue", "max_runs", "note", "labels", "memo", "search_attributes", "jitter_seconds",
-	"input", "workflow_class", "execution_timeout_seconds", "run_timeout_seconds", "cron_expressions", "intervals"}
+	"input", "workflow_class", "execution_timeout_seconds", "run_timeout_seconds", "cron_expressions", "intervals",
+	"retry_policy", "pause_after_failures"}
 
 func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule update <id>", `tideline schedule update daily-sync --cron "0 3 * * *" --label team=data --clear max_runs`, e).withActor()
@@ -104,6 +106,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	for field, apply := range map[string]func(){
 		"input": func() { action.Input = nil }, "workflow_class": func() { action.WorkflowClass = "" },
 		"execution_timeout_seconds": func() { action.ExecutionTimeoutSeconds = nil }, "run_timeout_seconds": func() { action.RunTimeoutSeconds = nil },
+		"retry_policy": func() { action.RetryPolicy = nil },
 	} {
 		if cleared(field) {
 			apply()
@@ -120,6 +123,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	if c.isSet("overlap") {
 		p.OverlapPolicy = overlap
 	}
+	p.PauseAfterFailures = af.pauseAfter()
 	if c.isSet("jitter") {
 		j, err := parseJitter(*jitter)
 		if err != nil {
@@ -194,12 +198,9 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-func sameAction(a, b models.Action) bool {
-	return a.WorkflowClass == b.WorkflowClass && eqInt64(a.ExecutionTimeoutSeconds, b.ExecutionTimeoutSeconds) &&
-		eqInt64(a.RunTimeoutSeconds, b.RunTimeoutSeconds)
-}
-
-func eqInt64(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+// sameAction reports whether the action flags left the action as it was
+// (compared field by field, pointers by what they point to).
+func sameAction(a, b models.Action) bool { return reflect.DeepEqual(a, b) }
 
 // printChanges prints one schedule's per-field diff, the same fields and
 // spellings the console's edit form lists (scheduling.DiffSchedules).

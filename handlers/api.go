@@ -69,19 +69,7 @@ func (h *API) CreateSchedule(c echo.Context) error {
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	var spec models.Spec
-	if req.Spec != nil {
-		spec = *req.Spec
-	}
-	if req.Cron != "" {
-		spec.CronExpressions = append([]string{req.Cron}, spec.CronExpressions...)
-	}
-	in := scheduling.CreateInput{
-		Namespace: ns, ScheduleID: req.ScheduleID, Spec: spec, Action: req.Action, OverlapPolicy: req.OverlapPolicy,
-		JitterSeconds: req.JitterSeconds, MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
-		Labels: req.Labels, Memo: req.Memo, SearchAttributes: req.SearchAttributes, Note: req.Note, Paused: req.Paused,
-		PauseAfterFailures: req.PauseAfterFailures,
-	}
+	in := req.Input(ns)
 	if dry {
 		sch, err := h.Service.PlanCreate(c.Request().Context(), in)
 		if err != nil {
