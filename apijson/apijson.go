@@ -5,8 +5,8 @@ package apijson
 
 import (
 	"encoding/json"
-	"slices"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
