@@ -57,8 +57,9 @@ type LastRun struct {
 	ErrorMessage *string `json:"error_message"`
 }
 
-// RecentRun is one of the schedule's last 10 runs, newest first; duration_ms
-// is null until it finishes (from its first start to its end).
+// RecentRun is one of the schedule's last 10 finished runs, newest first;
+// duration_ms runs from its first start to its end (null if it never
+// started: cancelled or timed out while pending).
 type RecentRun struct {
 	RunID          string `json:"run_id"`
 	Status         string `json:"status"`
@@ -141,13 +142,8 @@ func FromSchedule(s *models.Schedule) Schedule {
 	if h := s.Health; h.LastRunID != nil {
 		out.LastRun = &LastRun{RunID: *h.LastRunID, Status: deref(h.LastRunStatus), FinishedAt: AtPtr(h.LastRunFinishedAt), ErrorMessage: h.LastRunError}
 	}
-	for _, r := range s.RecentRuns {
-		rr := RecentRun{RunID: r.RunID, Status: r.Status, OccurrenceTime: AtPtr(r.OccurrenceTime)}
-		if r.StartedAt != nil && r.FinishedAt != nil {
-			ms := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
-			rr.DurationMs = &ms
-		}
-		out.RecentRuns = append(out.RecentRuns, rr)
+	for _, r := range s.Health.RecentRuns {
+		out.RecentRuns = append(out.RecentRuns, RecentRun{RunID: r.RunID, Status: r.Status, OccurrenceTime: AtPtr(r.Occurrence()), DurationMs: r.DurationMs})
 	}
 	for _, a := range s.RecentActions {
 		out.RecentActions = append(out.RecentActions, RecentAction{InstanceID: a.InstanceID, RunID: a.RunID, Outcome: a.Outcome,

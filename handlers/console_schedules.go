@@ -49,14 +49,14 @@ func (r *request) health(s *models.Schedule, loc *time.Location) views.HealthVie
 	if h.LastRunID != nil {
 		v.LastStatus, v.LastAt, v.LastURL = deref(h.LastRunStatus), momentPtr(h.LastRunFinishedAt, loc, r.now), r.url(runURL(*h.LastRunID))
 	}
-	for i := len(s.RecentRuns) - 1; i >= 0; i-- {
-		run := s.RecentRuns[i]
+	for i := len(h.RecentRuns) - 1; i >= 0; i-- {
+		run := h.RecentRuns[i]
 		title := strings.ReplaceAll(run.Status, "_", " ")
-		if run.OccurrenceTime != nil {
-			title += " · " + moment(*run.OccurrenceTime, loc, r.now).Text
+		if at := run.Occurrence(); at != nil {
+			title += " · " + moment(*at, loc, r.now).Text
 		}
-		if run.StartedAt != nil && run.FinishedAt != nil {
-			title += " · " + durationText(run.FinishedAt.Sub(*run.StartedAt))
+		if run.DurationMs != nil {
+			title += " · " + durationText(time.Duration(*run.DurationMs)*time.Millisecond)
 		}
 		v.Recent = append(v.Recent, views.RecentRunView{Status: run.Status, Title: title, URL: r.url(runURL(run.RunID))})
 	}

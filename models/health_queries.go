@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,13 +20,44 @@ var UnsuccessfulRunStatuses = []string{RunFailed, RunTimedOut}
 // HealthDelta is what one transaction's finished runs do to one schedule's
 // health: Reset when a run completed (consecutive failures start again from
 // ConsecutiveAdd, the failures after it), Failures to add to the total, and
-// the last run finished.
+// the runs finished, in order (the last one is the schedule's last run).
 type HealthDelta struct {
 	ScheduleULID   string
 	Reset          bool
 	ConsecutiveAdd int64
 	Failures       int64
-	LastRun        *Run
+	Finished       []*Run
+}
+
+// recentRuns is the newest-first strip entries of runs given oldest first.
+func recentRuns(runs []*Run) []RecentRun {
+	out := make([]RecentRun, 0, min(len(runs), RecentRunsKept))
+	for i := len(runs) - 1; i >= 0 && len(out) < RecentRunsKept; i-- {
+		r := runs[i]
+		rr := RecentRun{RunID: r.ID, Status: r.Status}
+		if r.OccurrenceTime != nil {
+			ms := r.OccurrenceTime.UnixMilli()
+			rr.OccurrenceMs = &ms
+		}
+		if r.StartedAt != nil && r.FinishedAt != nil {
+			ms := r.FinishedAt.Sub(*r.StartedAt).Milliseconds()
+			rr.DurationMs = &ms
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+// mergeRecent is the dialect's expression for the first RecentRunsKept
+// entries of the new runs (excluded.recent_runs) followed by the stored ones.
+func mergeRecent(db bun.IDB) string {
+	if database.IsPostgres(db) {
+		return fmt.Sprintf("jsonb_path_query_array(excluded.recent_runs || workflow_schedule_health.recent_runs, '$[0 to %d]')", RecentRunsKept-1)
+	}
+	return fmt.Sprintf(`(SELECT json_group_array(json(value)) FROM (
+		SELECT value FROM (SELECT key AS k, value FROM json_each(excluded.recent_runs)
+			UNION ALL SELECT 1000000 + key, value FROM json_each(workflow_schedule_health.recent_runs))
+		ORDER BY k LIMIT %d))`, RecentRunsKept)
 }
 
 // ApplyHealth adds the deltas to workflow_schedule_health, one upsert per
@@ -37,12 +69,17 @@ type HealthDelta struct {
 func ApplyHealth(ctx context.Context, db bun.IDB, deltas []HealthDelta, now time.Time) error {
 	slices.SortFunc(deltas, func(a, b HealthDelta) int { return strings.Compare(a.ScheduleULID, b.ScheduleULID) })
 	for _, d := range deltas {
-		r := d.LastRun
-		_, err := db.NewRaw(`
+		r := d.Finished[len(d.Finished)-1]
+		recent, err := json.Marshal(recentRuns(d.Finished))
+		if err != nil {
+			return fmt.Errorf("encode recent runs: %w", err)
+		}
+		_, err = db.NewRaw(`
 			INSERT INTO workflow_schedule_health (schedule_ulid, consecutive_failures, failures_count, paused_at_failures,
-				last_run_id, last_run_status, last_run_finished_at, last_run_error, updated_at)
-			VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?)
+				last_run_id, last_run_status, last_run_finished_at, last_run_error, recent_runs, updated_at)
+			VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (schedule_ulid) DO UPDATE SET
+				recent_runs = `+mergeRecent(db)+`,
 				consecutive_failures = CASE WHEN ? THEN excluded.consecutive_failures
 					ELSE workflow_schedule_health.consecutive_failures + excluded.consecutive_failures END,
 				failures_count = workflow_schedule_health.failures_count + excluded.failures_count,
@@ -50,7 +87,7 @@ func ApplyHealth(ctx context.Context, db bun.IDB, deltas []HealthDelta, now time
 				last_run_id = excluded.last_run_id, last_run_status = excluded.last_run_status,
 				last_run_finished_at = excluded.last_run_finished_at, last_run_error = excluded.last_run_error,
 				updated_at = excluded.updated_at`,
-			d.ScheduleULID, d.ConsecutiveAdd, d.Failures, r.ID, r.Status, r.FinishedAt, r.FailureMessage, now,
+			d.ScheduleULID, d.ConsecutiveAdd, d.Failures, r.ID, r.Status, r.FinishedAt, r.FailureMessage, string(recent), now,
 			d.Reset, d.Reset).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("update schedule health: %w", err)
@@ -72,35 +109,6 @@ func GetHealth(ctx context.Context, db bun.IDB, scheduleULIDs []string) (map[str
 	}
 	for _, h := range rows {
 		out[h.ScheduleULID] = h
-	}
-	return out, nil
-}
-
-// RecentRuns reads the latest n runs of each schedule, newest first, in one
-// statement: a UNION ALL of one index range (workflow_runs_schedule_idx) per
-// schedule, so a page of 50 schedules costs 50 short index reads whatever
-// the size of their history — never a scan of their runs.
-func RecentRuns(ctx context.Context, db bun.IDB, scheduleULIDs []string, n int) (map[string][]RecentRun, error) {
-	out := map[string][]RecentRun{}
-	if len(scheduleULIDs) == 0 {
-		return out, nil
-	}
-	parts := make([]string, len(scheduleULIDs))
-	args := make([]any, 0, 2*len(scheduleULIDs))
-	for i, id := range scheduleULIDs {
-		parts[i] = `SELECT * FROM (SELECT workflow_schedule_id, id, status, occurrence_time, created_at, started_at, finished_at
-			FROM workflow_runs WHERE workflow_schedule_id = ? ORDER BY id DESC LIMIT ?) AS r` + fmt.Sprint(i)
-		args = append(args, id, n)
-	}
-	var rows []RecentRun
-	if err := db.NewRaw(strings.Join(parts, " UNION ALL "), args...).Scan(ctx, &rows); err != nil {
-		return nil, fmt.Errorf("recent runs: %w", err)
-	}
-	for _, r := range rows {
-		out[r.ScheduleULID] = append(out[r.ScheduleULID], r)
-	}
-	for id := range out {
-		slices.SortFunc(out[id], func(a, b RecentRun) int { return strings.Compare(b.RunID, a.RunID) })
 	}
 	return out, nil
 }

@@ -237,11 +237,48 @@ type ScheduleFilter struct {
 	AfterFailures int64
 }
 
+// scheduleWithHealth is a list row: the schedule and, joined in the same
+// statement, its health row (absent until a run finished).
+type scheduleWithHealth struct {
+	Schedule            `bun:",extend"`
+	ConsecutiveFailures *int64      `bun:"h_consecutive_failures,scanonly"`
+	FailuresCount       *int64      `bun:"h_failures_count,scanonly"`
+	PausedAtFailures    *int64      `bun:"h_paused_at_failures,scanonly"`
+	LastRunID           *string     `bun:"h_last_run_id,scanonly"`
+	LastRunStatus       *string     `bun:"h_last_run_status,scanonly"`
+	LastRunFinishedAt   *time.Time  `bun:"h_last_run_finished_at,scanonly"`
+	LastRunError        *string     `bun:"h_last_run_error,scanonly"`
+	RecentRuns          []RecentRun `bun:"h_recent_runs,type:jsonb,scanonly"`
+}
+
+func (r *scheduleWithHealth) schedule() Schedule {
+	s := r.Schedule
+	deref := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	s.Health = ScheduleHealth{ScheduleULID: s.ID, ConsecutiveFailures: deref(r.ConsecutiveFailures), FailuresCount: deref(r.FailuresCount),
+		PausedAtFailures: deref(r.PausedAtFailures), LastRunID: r.LastRunID, LastRunStatus: r.LastRunStatus,
+		LastRunFinishedAt: r.LastRunFinishedAt, LastRunError: r.LastRunError, RecentRuns: r.RecentRuns}
+	if s.Health.RecentRuns == nil {
+		s.Health.RecentRuns = []RecentRun{}
+	}
+	return s
+}
+
 // ListSchedules returns one page ordered by schedule_id (the unique key
 // within a namespace makes it a stable keyset), plus whether more follow.
+// Each schedule comes with its health, joined in the same statement: a
+// second query for the page's health cost more than the page itself.
 func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedule, bool, error) {
-	var out []Schedule
-	q := db.NewSelect().Model(&out).Where("s.namespace = ?", f.Namespace)
+	var rows []scheduleWithHealth
+	q := db.NewSelect().Model(&rows).ColumnExpr("s.*").
+		ColumnExpr("h.consecutive_failures AS h_consecutive_failures, h.failures_count AS h_failures_count, h.paused_at_failures AS h_paused_at_failures").
+		ColumnExpr("h.last_run_id AS h_last_run_id, h.last_run_status AS h_last_run_status, h.last_run_finished_at AS h_last_run_finished_at").
+		ColumnExpr("h.last_run_error AS h_last_run_error, h.recent_runs AS h_recent_runs").
+		Where("s.namespace = ?", f.Namespace)
 	if len(f.Statuses) > 0 {
 		q = q.Where("s.status IN (?)", bun.In(f.Statuses))
 	}
@@ -255,10 +292,9 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	if f.LabelKey != "" {
 		q = q.Where(jsonTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
 	}
-	switch {
-	case f.Failing:
+	if f.Failing {
 		q = q.Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id AND h.consecutive_failures > 0")
-	case f.ByHealth:
+	} else {
 		q = q.Join("LEFT JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id")
 	}
 	if f.ByHealth {
@@ -277,9 +313,13 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	if err := q.Scan(ctx); err != nil {
 		return nil, false, fmt.Errorf("list schedules: %w", err)
 	}
-	more := len(out) > f.Limit
+	more := len(rows) > f.Limit
 	if more {
-		out = out[:f.Limit]
+		rows = rows[:f.Limit]
+	}
+	out := make([]Schedule, len(rows))
+	for i := range rows {
+		out[i] = rows[i].schedule()
 	}
 	return out, more, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
@@ -120,8 +121,17 @@ func BenchmarkTickIdle(b *testing.B) {
 }
 
 // BenchmarkClaimComplete: 4 concurrent pollers claim runs (batches of 10)
-// and complete each one, on PostgreSQL. Reports runs per second.
+// and complete each one, on PostgreSQL; all runs belong to one schedule,
+// so every completion updates the same health row (the worst case).
+// retries=on gives the action a retry policy (the runs still complete).
+// Reports runs per second.
 func BenchmarkClaimComplete(b *testing.B) {
+	for _, retries := range []bool{false, true} {
+		b.Run(map[bool]string{false: "retries=off", true: "retries=on"}[retries], func(b *testing.B) { benchClaimComplete(b, retries) })
+	}
+}
+
+func benchClaimComplete(b *testing.B, retries bool) {
 	const pollers, runs = 4, 2000
 	db := dbtest.Postgres(b)
 	clock := schedtest.NewClock(t0)
@@ -129,6 +139,10 @@ func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	in := scheduling.CreateInput{Namespace: "default", ScheduleID: "bench", Spec: models.Spec{CronExpressions: []string{"* * * * *"}},
 		Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll}
+	if retries {
+		attempts := 3
+		in.Action.RetryPolicy = &models.RetryPolicy{MaxAttempts: &attempts}
+	}
 	if _, err := svc.Create(ctx, in, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -228,6 +242,108 @@ func seedWaitingRuns(b *testing.B, db *bun.DB, n int, deadline time.Time) {
 			b.Fatal(err)
 		}
 		if _, err := db.NewInsert().Model(&runs).Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkListWithHealth: one registry page of 50 schedules whose runs
+// number 100,000 in all (2,000 each, a fifth failed, the last 10 fires in
+// recent_actions as every firing schedule has them), read as the API does
+// (with health: last run, failure counts, the last 10 runs) and, for the
+// comparison, the schedules alone as before health existed.
+func BenchmarkListWithHealth(b *testing.B) {
+	for _, dialect := range dbtest.Dialects {
+		b.Run(dialect, func(b *testing.B) {
+			const schedules, runsEach = 50, 2000
+			db := dbtest.Open(b, dialect)
+			clock := schedtest.NewClock(t0)
+			svc := schedtest.Service(db, clock)
+			ctx := context.Background()
+			seedSchedules(b, db, "h", schedules, t0.Add(time.Hour))
+			seedRuns(b, db, "h", schedules, runsEach)
+			// The page as it was read before health existed: the same
+			// keyset query on the schedules table alone.
+			b.Run("schedules-only", func(b *testing.B) {
+				for b.Loop() {
+					var page []models.Schedule
+					err := db.NewSelect().Model(&page).Where("s.namespace = ? AND s.status IN (?)", "default", bun.In([]string{models.StatusActive, models.StatusPaused})).
+						OrderExpr("s.schedule_id ASC").Limit(schedules + 1).Scan(ctx)
+					if err != nil || len(page) != schedules {
+						b.Fatal(len(page), err)
+					}
+				}
+			})
+			b.Run("with-health", func(b *testing.B) {
+				for b.Loop() {
+					page, err := svc.List(ctx, scheduling.ListFilter{Namespace: "default", Limit: schedules})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(page.Schedules) != schedules || len(page.Schedules[0].Health.RecentRuns) != models.RecentRunsKept {
+						b.Fatalf("page of %d schedules, %d recent runs", len(page.Schedules), len(page.Schedules[0].Health.RecentRuns))
+					}
+				}
+			})
+		})
+	}
+}
+
+// seedRuns bulk-inserts finished runs (one in five failed) and their
+// instances for the prefix's schedules, and their health rows.
+func seedRuns(b *testing.B, db *bun.DB, prefix string, schedules, each int) {
+	b.Helper()
+	ctx := context.Background()
+	for s := range schedules {
+		ulid := fmt.Sprintf("%s%020d", prefix, s)
+		sid := fmt.Sprintf("%s-%06d", prefix, s)
+		insts := make([]models.Instance, 0, each)
+		runs := make([]models.Run, 0, each)
+		for i := range each {
+			at := t0.Add(-time.Duration(each-i) * time.Minute)
+			status := models.RunCompleted
+			if i%5 == 0 {
+				status = models.RunFailed
+			}
+			id := fmt.Sprintf("%s%06d%06d", prefix, s, i)
+			insts = append(insts, models.Instance{ID: "i" + id, Namespace: "default", InstanceID: fmt.Sprintf("schedule:%s:%d", sid, at.Unix()),
+				WorkflowType: "bench", WorkflowScheduleID: &ulid, ScheduleID: &sid, Status: status, CreatedAt: at, UpdatedAt: at})
+			started, finished := at.Add(time.Second), at.Add(2*time.Second)
+			runs = append(runs, models.Run{ID: "r" + id, Namespace: "default", WorkflowInstanceID: "i" + id, InstanceID: insts[i].InstanceID,
+				WorkflowScheduleID: &ulid, ScheduleID: &sid, WorkflowType: "bench", Status: status, Trigger: "scheduled",
+				Connection: "default", Queue: "default", Attempt: 1, OccurrenceTime: &at, CreatedAt: at, StartedAt: &started,
+				FinishedAt: &finished, UpdatedAt: finished})
+		}
+		if _, err := db.NewInsert().Model(&insts).Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.NewInsert().Model(&runs).Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		last := runs[len(runs)-1]
+		h := models.ScheduleHealth{ScheduleULID: ulid, FailuresCount: int64(each / 5), LastRunID: &last.ID,
+			LastRunStatus: &last.Status, LastRunFinishedAt: last.FinishedAt, UpdatedAt: t0, RecentRuns: []models.RecentRun{}}
+		for i := len(runs) - 1; i >= len(runs)-models.RecentRunsKept; i-- {
+			ms := int64(1000)
+			at := runs[i].OccurrenceTime.UnixMilli()
+			h.RecentRuns = append(h.RecentRuns, models.RecentRun{RunID: runs[i].ID, Status: runs[i].Status, OccurrenceMs: &at, DurationMs: &ms})
+		}
+		if _, err := db.NewInsert().Model(&h).Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		// A schedule that fired 2,000 times holds its last 10 actions, as
+		// it did before health existed.
+		actions := make([]models.RecentAction, 0, 10)
+		for i := len(runs) - 1; i >= len(runs)-10; i-- {
+			actions = append(actions, models.RecentAction{InstanceID: runs[i].InstanceID, RunID: runs[i].ID, Outcome: "scheduled",
+				FiredAt: runs[i].CreatedAt, OccurrenceTime: *runs[i].OccurrenceTime})
+		}
+		if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).Set("recent_actions = ?", actions).Where("id = ?", ulid).Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if database.IsPostgres(db) {
+		if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,13 +11,8 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// RecentRunsShown is how many of a schedule's latest runs its health shows.
-const RecentRunsShown = 10
-
-// attachHealth fills in the health and recent runs of schedules read for a
-// surface: two statements for any number of schedules (one for the health
-// rows, one UNION of short index reads for the recent runs), never one per
-// schedule.
+// attachHealth fills in the health (with the recent runs) of schedules read
+// for a surface: one statement for any number of schedules.
 func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedule) error {
 	ids := make([]string, len(schedules))
 	for i, sch := range schedules {
@@ -27,16 +22,11 @@ func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedul
 	if err != nil {
 		return err
 	}
-	recent, err := models.RecentRuns(ctx, s.db, ids, RecentRunsShown)
-	if err != nil {
-		return err
-	}
 	for _, sch := range schedules {
 		sch.Health = health[sch.ID]
 		sch.Health.ScheduleULID = sch.ID
-		sch.RecentRuns = recent[sch.ID]
-		if sch.RecentRuns == nil {
-			sch.RecentRuns = []models.RecentRun{}
+		if sch.Health.RecentRuns == nil {
+			sch.Health.RecentRuns = []models.RecentRun{}
 		}
 	}
 	return nil

@@ -92,13 +92,6 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	if err != nil {
 		return nil, err
 	}
-	list := make([]*models.Schedule, len(rows))
-	for i := range rows {
-		list[i] = &rows[i]
-	}
-	if err := s.attachHealth(ctx, list...); err != nil {
-		return nil, err
-	}
 	page := &SchedulePage{Schedules: rows, HasMore: more}
 	if more {
 		page.NextCursor = encodeListCursor(&rows[len(rows)-1], filter.ByHealth)

@@ -50,7 +50,7 @@ func (o *outcomes) flush(ctx context.Context, tx bun.IDB, now time.Time) error {
 			d.Failures++
 			d.ConsecutiveAdd++
 		}
-		d.LastRun = run
+		d.Finished = append(d.Finished, run)
 	}
 	o.runs = nil
 	return models.ApplyHealth(ctx, tx, deltas, now)

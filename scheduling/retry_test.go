@@ -240,10 +240,10 @@ func TestHealthAndPauseOnFailure(t *testing.T) {
 		require.Equal(t, models.RunTerminated, *h.LastRunStatus)
 
 		sch = f.get("fragile")
-		require.Len(t, sch.RecentRuns, 5)
-		require.Equal(t, trig.RunID, sch.RecentRuns[0].RunID, "newest first")
-		require.Equal(t, models.RunTerminated, sch.RecentRuns[0].Status)
-		require.Equal(t, models.RunCompleted, sch.RecentRuns[1].Status)
+		require.Len(t, sch.Health.RecentRuns, 5)
+		require.Equal(t, trig.RunID, sch.Health.RecentRuns[0].RunID, "newest first")
+		require.Equal(t, models.RunTerminated, sch.Health.RecentRuns[0].Status)
+		require.Equal(t, models.RunCompleted, sch.Health.RecentRuns[1].Status)
 	})
 }
 

@@ -28,6 +28,8 @@ CREATE TABLE workflow_schedule_health (
     last_run_status      text,
     last_run_finished_at timestamptz,
     last_run_error       text,
+    -- The last 10 finished runs, newest first: the registry's strip.
+    recent_runs          jsonb NOT NULL DEFAULT '[]',
     updated_at           timestamptz NOT NULL
 );
 -- Failing schedules are few: the pause-on-failure pass and the registry's
@@ -47,3 +49,8 @@ UPDATE workflow_schedule_health h SET last_run_id = (
     ORDER BY r.finished_at DESC, r.id DESC LIMIT 1);
 UPDATE workflow_schedule_health h SET last_run_status = r.status, last_run_finished_at = r.finished_at, last_run_error = r.failure_message
 FROM workflow_runs r WHERE r.id = h.last_run_id;
+UPDATE workflow_schedule_health h SET recent_runs = COALESCE((
+    SELECT jsonb_agg(jsonb_build_object('run_id', r.id, 'status', r.status, 'occurrence_ms', (EXTRACT(EPOCH FROM r.occurrence_time) * 1000)::bigint,
+        'duration_ms', (EXTRACT(EPOCH FROM (r.finished_at - r.started_at)) * 1000)::bigint) ORDER BY r.finished_at DESC, r.id DESC)
+    FROM (SELECT * FROM workflow_runs r WHERE r.workflow_schedule_id = h.schedule_ulid AND r.finished_at IS NOT NULL
+          ORDER BY r.finished_at DESC, r.id DESC LIMIT 10) r), '[]');

@@ -16,6 +16,7 @@ CREATE TABLE workflow_schedule_health (
     last_run_status      text,
     last_run_finished_at text,
     last_run_error       text,
+    recent_runs          text NOT NULL DEFAULT '[]',
     updated_at           text NOT NULL
 );
 CREATE INDEX workflow_schedule_health_failing_idx ON workflow_schedule_health (schedule_ulid) WHERE consecutive_failures > 0;
@@ -35,3 +36,9 @@ UPDATE workflow_schedule_health SET
     last_run_status = (SELECT r.status FROM workflow_runs r WHERE r.id = workflow_schedule_health.last_run_id),
     last_run_finished_at = (SELECT r.finished_at FROM workflow_runs r WHERE r.id = workflow_schedule_health.last_run_id),
     last_run_error = (SELECT r.failure_message FROM workflow_runs r WHERE r.id = workflow_schedule_health.last_run_id);
+UPDATE workflow_schedule_health SET recent_runs = (
+    SELECT json_group_array(json_object('run_id', r.id, 'status', r.status,
+        'occurrence_ms', CAST(strftime('%s', r.occurrence_time) AS INTEGER) * 1000 + CAST(substr(strftime('%f', r.occurrence_time), 4, 3) AS INTEGER),
+        'duration_ms', CAST(ROUND((julianday(r.finished_at) - julianday(r.started_at)) * 86400000) AS INTEGER)))
+    FROM (SELECT * FROM workflow_runs r WHERE r.workflow_schedule_id = workflow_schedule_health.schedule_ulid
+          AND r.finished_at IS NOT NULL ORDER BY r.finished_at DESC, r.id DESC LIMIT 10) r);
