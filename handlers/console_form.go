@@ -40,6 +40,7 @@ type scheduleForm struct {
 	labels     map[string]string
 	memo       map[string]string
 	note       string
+	pauseAfter *int
 }
 
 func readScheduleForm(c echo.Context) *scheduleForm {
@@ -52,7 +53,10 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
 		Connection: strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
 		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
-		Paused: c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
+		Paused:      c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
+		MaxAttempts: strings.TrimSpace(c.FormValue("retry_policy.max_attempts")), RetryInitial: strings.TrimSpace(c.FormValue("retry_policy.initial_interval_seconds")),
+		RetryCoefficient: strings.TrimSpace(c.FormValue("retry_policy.backoff_coefficient")), RetryMaxInterval: strings.TrimSpace(c.FormValue("retry_policy.max_interval_seconds")),
+		NonRetryable: c.FormValue("retry_policy.non_retryable_error_types"), PauseAfterFailures: strings.TrimSpace(c.FormValue("pause_after_failures")),
 	}
 	return parseScheduleForm(v)
 }
@@ -109,7 +113,40 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 	f.labels = f.pairs("labels", v.Labels)
 	f.memo = f.pairs("memo", v.Memo)
 	f.note = v.Note
+	f.action.RetryPolicy = f.retryPolicy(v)
+	if n := f.optInt("pause_after_failures", v.PauseAfterFailures); n != nil {
+		p := int(max(min(*n, 1<<31), -1<<31)) // the service judges the range
+		f.pauseAfter = &p
+	}
 	return f
+}
+
+// retryPolicy reads the retry fields; all empty is no policy (run once),
+// and fields left empty take the service's defaults.
+func (f *scheduleForm) retryPolicy(v views.ScheduleFormValues) *models.RetryPolicy {
+	types := []string{}
+	for _, l := range formLines(v.NonRetryable) {
+		types = append(types, strings.TrimSpace(l.text))
+	}
+	if v.MaxAttempts == "" && v.RetryInitial == "" && v.RetryCoefficient == "" && v.RetryMaxInterval == "" && len(types) == 0 {
+		return nil
+	}
+	p := &models.RetryPolicy{NonRetryableErrorTypes: types}
+	if n := f.optInt("retry_policy.max_attempts", v.MaxAttempts); n != nil {
+		attempts := int(max(min(*n, 1<<31), -1<<31))
+		p.MaxAttempts = &attempts
+	}
+	p.InitialIntervalSeconds = f.optInt("retry_policy.initial_interval_seconds", v.RetryInitial)
+	p.MaxIntervalSeconds = f.optInt("retry_policy.max_interval_seconds", v.RetryMaxInterval)
+	if v.RetryCoefficient != "" {
+		c, err := strconv.ParseFloat(v.RetryCoefficient, 64)
+		if err != nil {
+			f.addErr("retry_policy.backoff_coefficient", "must be a number, e.g. 2.0")
+		} else {
+			p.BackoffCoefficient = &c
+		}
+	}
+	return p
 }
 
 func (f *scheduleForm) addErr(field, msg string) {
@@ -279,6 +316,14 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		Connection: deref(s.Connection), Queue: deref(s.Queue),
 		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
 	}
+	if p := s.Action.RetryPolicy; p != nil {
+		v.MaxAttempts, v.RetryInitial = intText(p.MaxAttempts), int64Text(p.InitialIntervalSeconds)
+		v.RetryMaxInterval, v.NonRetryable = int64Text(p.MaxIntervalSeconds), strings.Join(p.NonRetryableErrorTypes, "\n")
+		if p.BackoffCoefficient != nil {
+			v.RetryCoefficient = strconv.FormatFloat(*p.BackoffCoefficient, 'f', -1, 64)
+		}
+	}
+	v.PauseAfterFailures = intText(s.PauseAfterFailures)
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
 	}
@@ -298,8 +343,9 @@ func pairLines(m map[string]string) string {
 var editFields = []struct{ field, group string }{
 	{"cron_expressions", "spec"}, {"intervals", "spec"}, {"timezone", "spec"},
 	{"workflow_type", "action"}, {"workflow_class", "action"}, {"input", "action"},
-	{"execution_timeout_seconds", "action"}, {"run_timeout_seconds", "action"},
+	{"execution_timeout_seconds", "action"}, {"run_timeout_seconds", "action"}, {"retry_policy", "action"},
 	{"overlap_policy", "overlap_policy"}, {"jitter_seconds", "jitter_seconds"}, {"max_runs", "max_runs"},
+	{"pause_after_failures", "pause_after_failures"},
 	{"connection", "connection"}, {"queue", "queue"}, {"labels", "labels"}, {"memo", "memo"}, {"note", "note"},
 }
 
@@ -307,12 +353,12 @@ var editFields = []struct{ field, group string }{
 // that "1 hour" and "PT1H", or {"a":1} and { "a": 1 }, compare equal.
 func (f *scheduleForm) canonical() map[string]string {
 	s := &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
-		Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note}
+		Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note, PauseAfterFailures: f.pauseAfter}
 	out := canonicalOf(s)
 	// A field that could not be read compares by what was typed.
 	raw := map[string]string{"intervals": f.values.Intervals, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
 		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds,
-		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns}
+		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "pause_after_failures": f.values.PauseAfterFailures}
 	for field := range f.errs {
 		if v, ok := raw[field]; ok {
 			out[field] = strings.Join(strings.Fields(v), " ")
@@ -369,6 +415,9 @@ func (f *scheduleForm) update(changes []views.FieldChange) scheduling.UpdateInpu
 	}
 	if groups["queue"] {
 		in.Queue = scheduling.Nullable[string]{Set: true, Value: f.queue}
+	}
+	if groups["pause_after_failures"] {
+		in.PauseAfterFailures = scheduling.Nullable[int]{Set: true, Value: f.pauseAfter}
 	}
 	if groups["labels"] {
 		in.Labels = &f.labels
@@ -477,7 +526,7 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
 		Namespace: r.ns, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
 		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, Connection: f.connection, Queue: f.queue,
-		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused,
+		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
 	}, r.cc(""))
 	if status, handled := f.serviceError(err); handled {
 		return r.formAgain(status, v, f)

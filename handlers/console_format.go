@@ -219,3 +219,10 @@ func derefFloat(p *float64) float64 {
 	}
 	return *p
 }
+
+func intText(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}

@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,5 +59,53 @@ func TestConsoleShowsHealthAndAttempts(t *testing.T) {
 		require.Equal(t, "failed", attrOf(t, attempts.Eq(1).Find(tid("status-badge")), "data-status"))
 		require.Contains(t, textOf(run.Find(tid("run-history"))), "attempt 1 failed: io: disk full; next attempt at")
 		require.Contains(t, textOf(run.Find(tid("run-history"))), "attempt 2 failed: io: disk full; no attempt follows")
+	})
+}
+
+// The create and edit form carry the retry policy and pause_after_failures:
+// field errors land on their inputs, and an edit lists the change.
+func TestConsoleFormRetryFields(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		base := url.Values{"schedule_id": {"retrying"}, "cron_expressions": {"0 * * * *"}, "workflow_type": {"w"}}
+		bad := url.Values{}
+		for k, v := range base {
+			bad[k] = v
+		}
+		bad.Set("retry_policy.max_attempts", "0")
+		bad.Set("retry_policy.backoff_coefficient", "fast")
+		bad.Set("pause_after_failures", "101")
+		p := c.post("/waterline/schedules", bad)
+		require.Equal(t, http.StatusUnprocessableEntity, p.Status, p.Raw)
+		require.Equal(t, "must be a number, e.g. 2.0", fieldError(p.Doc, "retry_policy.backoff_coefficient"))
+
+		bad.Set("retry_policy.backoff_coefficient", "2.5")
+		p = c.post("/waterline/schedules", bad)
+		require.Equal(t, http.StatusUnprocessableEntity, p.Status, p.Raw)
+		require.Contains(t, fieldError(p.Doc, "retry_policy.max_attempts"), "between 1 and 100")
+		require.Contains(t, fieldError(p.Doc, "pause_after_failures"), "between 1 and 100")
+
+		good := bad
+		good.Set("retry_policy.max_attempts", "3")
+		good.Set("retry_policy.non_retryable_error_types", "bad_input\nforbidden")
+		good.Set("pause_after_failures", "4")
+		seeOther(t, c.post("/waterline/schedules", good))
+		s := c.api.must(200, "GET", "/waterline/api/v2/schedules/retrying", "")
+		require.Equal(t, map[string]any{"max_attempts": 3.0, "initial_interval_seconds": 1.0, "backoff_coefficient": 2.5,
+			"max_interval_seconds": 100.0, "non_retryable_error_types": []any{"bad_input", "forbidden"}}, s["action"].(map[string]any)["retry_policy"])
+		require.EqualValues(t, 4, s["pause_after_failures"])
+
+		edit := c.page200("/waterline/schedules/retrying/edit")
+		require.Equal(t, "3", attrOf(t, edit.Find(tid("input-retry_policy.max_attempts")), "value"), "the edit form shows the stored policy")
+		form := formValues(edit.Find(tid("schedule-form")))
+		form.Set("pause_after_failures", "")
+		seeOther(t, c.post("/waterline/schedules/retrying/edit", form))
+		s = c.api.must(200, "GET", "/waterline/api/v2/schedules/retrying", "")
+		require.Nil(t, s["pause_after_failures"], "emptied: never pause")
+		require.NotNil(t, s["action"].(map[string]any)["retry_policy"], "an unchanged policy stays")
+		h := c.history("default", "retrying")
+		require.Equal(t, []any{"pause_after_failures"}, h[len(h)-1]["payload"].(map[string]any)["changed_fields"])
 	})
 }
