@@ -57,6 +57,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad addr", nil, []string{"serve", "--addr", "8080"}, `invalid --addr "8080"`},
 		{"bad namespace", nil, []string{"migrate", "--namespace", "Prod!"}, `invalid --namespace "Prod!"`},
 		{"bad database scheme", nil, []string{"migrate", "--database", "mysql://x"}, `invalid --database "mysql://x"`},
+		{"retention too short", nil, []string{"serve", "--retain-runs", "5m"}, `invalid --retain-runs "5m"`},
+		{"bad purge from env", map[string]string{"TIDELINE_PURGE_DELETED_AFTER": "soon"}, []string{"serve"}, `invalid --purge-deleted-after "soon"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,6 +29,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	tlsCert := fs.String("tls-cert", envOr(e, "TIDELINE_TLS_CERT", ""), "TLS certificate file (with --tls-key): serve HTTPS")
 	tlsKey := fs.String("tls-key", envOr(e, "TIDELINE_TLS_KEY", ""), "TLS private key file")
 	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
+	retainRuns := fs.String("retain-runs", envOr(e, "TIDELINE_RETAIN_RUNS", "30d"), `delete finished runs (with their history and instances) older than this, e.g. "30d", "720h"; 0 keeps them forever (a schedule's latest run is always kept) (env TIDELINE_RETAIN_RUNS)`)
+	purgeDeleted := fs.String("purge-deleted-after", envOr(e, "TIDELINE_PURGE_DELETED_AFTER", "0"), `delete deleted schedules with their audit stream and runs this long after deletion; 0 never does (env TIDELINE_PURGE_DELETED_AFTER)`)
 	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data (in "+demoSQLiteFile+" unless --database is given; delete that file to reset)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -46,6 +48,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if *fireAhead < 0 || *fireAhead > 5*time.Minute {
 		return usagef("invalid --fire-ahead %s: want 0 (off) up to 5m", *fireAhead)
+	}
+	retention, err := parseRetention(*retainRuns, *purgeDeleted)
+	if err != nil {
+		return err
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
@@ -93,7 +99,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 
 	// Batches of 500: fewer, larger transactions when many schedules share
 	// an instant (the tick's multi-row writes make that cheap).
-	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Limit: 500, Ahead: *fireAhead, Logger: logger, OnPass: m.ObservePass, OnPrepared: m.ObservePrepared}
+	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Limit: 500, Ahead: *fireAhead, Logger: logger, OnPass: m.ObservePass, OnPrepared: m.ObservePrepared,
+		Retention: retention}
 	if !*noLoop {
 		loop.Start(ctx)
 		defer loop.Stop()
@@ -183,4 +190,25 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "Applied %s\n", name)
 	}
 	return nil
+}
+
+// parseRetention reads --retain-runs and --purge-deleted-after: "0" turns
+// each off; otherwise a duration in any form the durations of specs take
+// ("30d", "P30D", "720h", "30 days").
+func parseRetention(retainRuns, purgeDeleted string) (scheduling.Retention, error) {
+	var r scheduling.Retention
+	for _, f := range []struct {
+		name, raw string
+		dst       *time.Duration
+	}{{"retain-runs", retainRuns, &r.KeepRuns}, {"purge-deleted-after", purgeDeleted, &r.PurgeDeletedAfter}} {
+		if f.raw == "0" || f.raw == "" {
+			continue
+		}
+		d, err := scheduling.ParseDuration(f.raw)
+		if err != nil || d < time.Hour {
+			return r, usagef("invalid --%s %q: want 0 (off) or a duration of an hour or more, e.g. 30d", f.name, f.raw)
+		}
+		*f.dst = d
+	}
+	return r, nil
 }

@@ -28,6 +28,7 @@ type Metrics struct {
 	passErrors   prometheus.Counter
 	expiredRuns  prometheus.Counter
 	notPrepared  prometheus.Counter
+	retained     *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
 }
 
@@ -55,6 +56,9 @@ func New(db *bun.DB) *Metrics {
 		expiredRuns: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tideline_runs_expired_total", Help: "Runs ended by the loop: lease lost, timed out, or cancellation grace elapsed.",
 		}),
+		retained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tideline_retention_deleted_rows_total", Help: "Rows deleted by retention (--retain-runs, --purge-deleted-after), by table.",
+		}, []string{"table"}),
 		notPrepared: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tideline_prepared_fires_rolled_back_total", Help: "Fires prepared ahead whose commit failed or came too late; they fired at the next pass instead.",
 		}),
@@ -63,7 +67,7 @@ func New(db *bun.DB) *Metrics {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route", "status"}),
 	}
-	m.registry.MustRegister(m.fires, m.skips, m.fireLag, m.tickDuration, m.passErrors, m.expiredRuns, m.notPrepared, m.httpDuration,
+	m.registry.MustRegister(m.fires, m.skips, m.fireLag, m.tickDuration, m.passErrors, m.expiredRuns, m.notPrepared, m.retained, m.httpDuration,
 		&activeRuns{db: db, desc: prometheus.NewDesc("tideline_runs", "Runs currently pending or running.", []string{"status"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -76,6 +80,13 @@ func (m *Metrics) ObservePass(res scheduling.LoopResult, took time.Duration, err
 		m.passErrors.Inc()
 	}
 	m.expiredRuns.Add(float64(res.Expired))
+	for table, n := range map[string]int{"workflow_runs": res.Deleted.Runs, "workflow_history_events": res.Deleted.RunEvents,
+		"workflow_instances": res.Deleted.Instances, "workflow_schedules": res.Deleted.Schedules,
+		"workflow_schedule_history_events": res.Deleted.ScheduleEvents} {
+		if n > 0 {
+			m.retained.WithLabelValues(table).Add(float64(n))
+		}
+	}
 	m.observeRows(res.Rows, nil)
 }
 

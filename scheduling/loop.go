@@ -12,8 +12,9 @@ import (
 // LoopResult summarises one pass of the loop.
 type LoopResult struct {
 	Rows    []TickRow
-	Expired int      // attempts failed or timed out by the deadline sweep
-	Paused  []string // namespace/schedule_id paused for consecutive failures
+	Expired int                // attempts failed or timed out by the deadline sweep
+	Paused  []string           // namespace/schedule_id paused for consecutive failures
+	Deleted models.DeletedRows // rows retention deleted
 }
 
 // Loop drives the service: every Period, and as soon as a schedule is due
@@ -31,8 +32,11 @@ type Loop struct {
 	// due at the instant and the rate measured so far (a handful are
 	// prepared a quarter of a second ahead), because prepared schedules stay
 	// locked — an edit of one waits for the commit — until the instant.
-	Ahead  time.Duration
-	Logger *slog.Logger
+	Ahead time.Duration
+	// Retention deletes old runs and purged schedules, a bounded part
+	// every pass; the zero value keeps everything.
+	Retention Retention
+	Logger    *slog.Logger
 	// OnPass, when set, observes every pass (metrics).
 	OnPass func(LoopResult, time.Duration, error)
 	// OnPrepared, when set, observes every prepared instant once its commit
@@ -71,6 +75,10 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 	}
 	expired, err := l.Service.EnforceDeadlines(ctx, limit)
 	res.Expired = expired
+	if err != nil {
+		return res, err
+	}
+	res.Deleted, err = l.Service.Retain(ctx, l.Retention)
 	return res, err
 }
 

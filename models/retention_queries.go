@@ -1,0 +1,130 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// ExpiredRun is a finished run old enough to delete, and its instance.
+type ExpiredRun struct {
+	ID                 string `bun:"id"`
+	WorkflowInstanceID string `bun:"workflow_instance_id"`
+}
+
+// ExpiredRuns lists up to limit runs that finished before `before`, oldest
+// first, leaving out every schedule's latest run (which the overlap policy
+// and the console still read). The partial index on finished_at serves it,
+// reading only the expired rows.
+func ExpiredRuns(ctx context.Context, db bun.IDB, before time.Time, limit int) ([]ExpiredRun, error) {
+	var out []ExpiredRun
+	err := db.NewSelect().Model((*Run)(nil)).Column("r.id", "r.workflow_instance_id").
+		Where("r.finished_at IS NOT NULL AND r.finished_at < ?", before).
+		Where("NOT EXISTS (SELECT 1 FROM workflow_schedules AS s WHERE s.latest_run_id = r.id)").
+		OrderExpr("r.finished_at ASC").Limit(int64(limit)).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("list expired runs: %w", err)
+	}
+	return out, nil
+}
+
+// DeletedRows counts what a retention step deleted, per table.
+type DeletedRows struct {
+	Runs, RunEvents, Instances, Schedules, ScheduleEvents int
+}
+
+// Add sums two counts.
+func (d *DeletedRows) Add(o DeletedRows) {
+	d.Runs += o.Runs
+	d.RunEvents += o.RunEvents
+	d.Instances += o.Instances
+	d.Schedules += o.Schedules
+	d.ScheduleEvents += o.ScheduleEvents
+}
+
+// Total is every row deleted.
+func (d DeletedRows) Total() int {
+	return d.Runs + d.RunEvents + d.Instances + d.Schedules + d.ScheduleEvents
+}
+
+// DeleteRuns deletes the runs, their history events and the instances left
+// without a run, in foreign-key order.
+func DeleteRuns(ctx context.Context, db bun.IDB, runs []ExpiredRun) (DeletedRows, error) {
+	var d DeletedRows
+	if len(runs) == 0 {
+		return d, nil
+	}
+	ids := make([]string, len(runs))
+	instances := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i], instances[i] = r.ID, r.WorkflowInstanceID
+	}
+	var err error
+	if d.RunEvents, err = affected(db.NewDelete().Model((*RunEvent)(nil)).Where("workflow_run_id IN (?)", bun.In(ids)).Exec(ctx)); err != nil {
+		return d, fmt.Errorf("delete run events: %w", err)
+	}
+	if d.Runs, err = affected(db.NewDelete().Model((*Run)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx)); err != nil {
+		return d, fmt.Errorf("delete runs: %w", err)
+	}
+	d.Instances, err = affected(db.NewDelete().Model((*Instance)(nil)).Where("id IN (?)", bun.In(instances)).
+		Where("NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.workflow_instance_id = i.id)").Exec(ctx))
+	if err != nil {
+		return d, fmt.Errorf("delete instances: %w", err)
+	}
+	return d, nil
+}
+
+// PurgeableSchedules lists up to limit schedules deleted before `before`.
+func PurgeableSchedules(ctx context.Context, db bun.IDB, before time.Time, limit int) ([]string, error) {
+	var ids []string
+	err := db.NewSelect().Model((*Schedule)(nil)).Column("s.id").
+		Where("s.status = ? AND s.deleted_at < ?", StatusDeleted, before).
+		OrderExpr("s.deleted_at ASC").Limit(int64(limit)).Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("list purgeable schedules: %w", err)
+	}
+	return ids, nil
+}
+
+// PurgeSchedulePart deletes up to limit rows of one deleted schedule's data,
+// children first: run events, runs, instances, audit events, then — once
+// nothing else is left — its health row and the schedule itself. done
+// reports that the schedule is gone; call it again until then.
+func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, limit int) (d DeletedRows, done bool, err error) {
+	var ids []ExpiredRun
+	if err := db.NewSelect().Model((*Run)(nil)).Column("r.id", "r.workflow_instance_id").
+		Where("r.workflow_schedule_id = ?", scheduleULID).Limit(int64(limit)).Scan(ctx, &ids); err != nil {
+		return d, false, fmt.Errorf("list runs to purge: %w", err)
+	}
+	if len(ids) > 0 {
+		d, err = DeleteRuns(ctx, db, ids)
+		return d, false, err
+	}
+	if d.Instances, err = affected(db.NewDelete().Model((*Instance)(nil)).Where("workflow_schedule_id = ?", scheduleULID).Exec(ctx)); err != nil {
+		return d, false, fmt.Errorf("purge instances: %w", err)
+	}
+	events := db.NewSelect().Model((*ScheduleEvent)(nil)).Column("se.id").Where("se.workflow_schedule_id = ?", scheduleULID).Limit(int64(limit))
+	if d.ScheduleEvents, err = affected(db.NewDelete().Model((*ScheduleEvent)(nil)).Where("id IN (?)", events).Exec(ctx)); err != nil {
+		return d, false, fmt.Errorf("purge audit events: %w", err)
+	}
+	if d.ScheduleEvents == limit {
+		return d, false, nil
+	}
+	if _, err := db.NewDelete().Model((*ScheduleHealth)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
+		return d, false, fmt.Errorf("purge health: %w", err)
+	}
+	if d.Schedules, err = affected(db.NewDelete().Model((*Schedule)(nil)).Where("id = ?", scheduleULID).Exec(ctx)); err != nil {
+		return d, false, fmt.Errorf("purge schedule: %w", err)
+	}
+	return d, true, nil
+}
+
+func affected(res interface{ RowsAffected() (int64, error) }, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
