@@ -640,3 +640,63 @@ const (
 	ManagedByLabel = "tideline.dev/managed-by"
 	ManagedByApply = "apply"
 )
+
+// Occurrence is one row of GET /schedules/{id}/occurrences (SPEC §12).
+type Occurrence struct {
+	OccurrenceTime Time `json:"occurrence_time"`
+	// WallTime is the wall-clock time of the schedule's zone it stands for,
+	// without offset ("2026-03-08T02:30:00"); DSTShiftSeconds is how far a
+	// spring-forward gap moved it (0 when none); DSTRepeated marks the second
+	// pass of a fall-back hour.
+	WallTime        string  `json:"wall_time"`
+	DSTShiftSeconds int64   `json:"dst_shift_seconds"`
+	DSTRepeated     bool    `json:"dst_repeated"`
+	Fate            string  `json:"fate"`
+	InstanceID      *string `json:"instance_id"`
+	RunID           *string `json:"run_id"`
+	RunStatus       *string `json:"run_status"`
+	Trigger         *string `json:"trigger"`
+	FireLagMs       *int64  `json:"fire_lag_ms"`
+	Reason          *string `json:"reason"`
+}
+
+// OccurrencePage is the answer of GET /schedules/{id}/occurrences.
+type OccurrencePage struct {
+	ScheduleID  string       `json:"schedule_id"`
+	Namespace   string       `json:"namespace"`
+	Timezone    string       `json:"timezone"`
+	From        Time         `json:"from"`
+	To          Time         `json:"to"`
+	Occurrences []Occurrence `json:"occurrences"`
+	NextCursor  *string      `json:"next_cursor"`
+	HasMore     bool         `json:"has_more"`
+}
+
+// WallTimeLayout spells an occurrence's wall time.
+const WallTimeLayout = "2006-01-02T15:04:05"
+
+// FromLedger renders a ledger page.
+func FromLedger(p *scheduling.LedgerPage) OccurrencePage {
+	out := OccurrencePage{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Timezone: p.Timezone, From: At(p.From), To: At(p.To),
+		Occurrences: make([]Occurrence, 0, len(p.Occurrences)), HasMore: p.HasMore}
+	if p.HasMore {
+		out.NextCursor = &p.NextCursor
+	}
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	for _, o := range p.Occurrences {
+		row := Occurrence{OccurrenceTime: At(o.Time), WallTime: o.Wall.Format(WallTimeLayout), DSTShiftSeconds: int64(o.Shift / time.Second),
+			DSTRepeated: o.Repeated, Fate: o.Fate, InstanceID: opt(o.InstanceID), RunID: opt(o.RunID), RunStatus: opt(o.RunStatus),
+			Trigger: opt(o.Trigger), Reason: opt(o.Reason)}
+		if o.FireLag != nil {
+			ms := o.FireLag.Milliseconds()
+			row.FireLagMs = &ms
+		}
+		out.Occurrences = append(out.Occurrences, row)
+	}
+	return out
+}

@@ -344,6 +344,23 @@ func (h *API) ScheduleHistory(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromHistory(page))
 }
 
+// ScheduleOccurrences answers GET /schedules/{id}/occurrences (SPEC §12).
+func (h *API) ScheduleOccurrences(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	q, err := ledgerQuery(c)
+	if err != nil {
+		return err
+	}
+	page, err := h.Service.Ledger(c.Request().Context(), ns, c.Param("schedule_id"), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromLedger(page))
+}
+
 // ScheduleRuns answers GET /schedules/{id}/runs.
 func (h *API) ScheduleRuns(c echo.Context) error {
 	return h.listRuns(c, c.Param("schedule_id"))
