@@ -35,6 +35,7 @@ type scheduleForm struct {
 	overlap    string
 	jitter     int
 	maxRuns    *int64
+	catchup    *int
 	connection *string
 	queue      *string
 	labels     map[string]string
@@ -50,6 +51,7 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		Input: c.FormValue("input"), ExecutionTimeoutSeconds: strings.TrimSpace(c.FormValue("execution_timeout_seconds")),
 		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
 		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
+		CatchupWindowSeconds: strings.TrimSpace(c.FormValue("catchup_window_seconds")),
 		Connection: strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
 		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
 		Paused: c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
@@ -100,6 +102,10 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 		f.jitter = int(max(min(*j, 1<<31), -1<<31)) // the service judges the range
 	}
 	f.maxRuns = f.optInt("max_runs", v.MaxRuns)
+	if w := f.optInt("catchup_window_seconds", v.CatchupWindowSeconds); w != nil {
+		n := int(max(min(*w, 1<<31), -1<<31)) // the service judges the range
+		f.catchup = &n
+	}
 	if v.Connection != "" {
 		f.connection = &v.Connection
 	}
@@ -276,6 +282,7 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
 		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
 		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
+		CatchupWindowSeconds: intText(s.CatchupWindowSeconds),
 		Connection: deref(s.Connection), Queue: deref(s.Queue),
 		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
 	}
@@ -300,19 +307,19 @@ var editFields = []struct{ field, group string }{
 	{"workflow_type", "action"}, {"workflow_class", "action"}, {"input", "action"},
 	{"execution_timeout_seconds", "action"}, {"run_timeout_seconds", "action"},
 	{"overlap_policy", "overlap_policy"}, {"jitter_seconds", "jitter_seconds"}, {"max_runs", "max_runs"},
-	{"connection", "connection"}, {"queue", "queue"}, {"labels", "labels"}, {"memo", "memo"}, {"note", "note"},
+	{"catchup_window_seconds", "catchup_window_seconds"}, {"connection", "connection"}, {"queue", "queue"}, {"labels", "labels"}, {"memo", "memo"}, {"note", "note"},
 }
 
 // canonical spells each editable field of a parsed form in one way, so
 // that "1 hour" and "PT1H", or {"a":1} and { "a": 1 }, compare equal.
 func (f *scheduleForm) canonical() map[string]string {
 	s := &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
-		Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note}
+		CatchupWindowSeconds: f.catchup, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note}
 	out := canonicalOf(s)
 	// A field that could not be read compares by what was typed.
 	raw := map[string]string{"intervals": f.values.Intervals, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
 		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds,
-		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns}
+		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "catchup_window_seconds": f.values.CatchupWindowSeconds}
 	for field := range f.errs {
 		if v, ok := raw[field]; ok {
 			out[field] = strings.Join(strings.Fields(v), " ")
@@ -363,6 +370,9 @@ func (f *scheduleForm) update(changes []views.FieldChange) scheduling.UpdateInpu
 	}
 	if groups["max_runs"] {
 		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: f.maxRuns}
+	}
+	if groups["catchup_window_seconds"] {
+		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: f.catchup}
 	}
 	if groups["connection"] {
 		in.Connection = scheduling.Nullable[string]{Set: true, Value: f.connection}
@@ -476,7 +486,7 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	}
 	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
 		Namespace: r.ns, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
-		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, Connection: f.connection, Queue: f.queue,
+		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, Connection: f.connection, Queue: f.queue,
 		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused,
 	}, r.cc(""))
 	if status, handled := f.serviceError(err); handled {

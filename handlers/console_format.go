@@ -219,3 +219,10 @@ func derefFloat(p *float64) float64 {
 	}
 	return *p
 }
+
+func intText(n *int) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Itoa(*n)
+}

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -56,4 +57,26 @@ func (s *Service) resumeBatch(ctx context.Context, limit int, resumed *[]string)
 		return nil
 	})
 	return n, err
+}
+
+// Pause-until presets of the console (SPEC §12).
+const (
+	PauseForHour      = "1h"
+	PauseTillTomorrow = "tomorrow_0900"
+)
+
+// PauseUntilPreset is the end of a preset timed pause started at now:
+// an hour from now, or 09:00 tomorrow on the schedule's wall clock (loc).
+// ok is false for an unknown preset.
+func PauseUntilPreset(preset string, now time.Time, loc *time.Location) (time.Time, bool) {
+	switch preset {
+	case PauseForHour:
+		return now.Add(time.Hour), true
+	case PauseTillTomorrow:
+		local := now.In(loc)
+		// time.Date normalises day+1 across month ends; 09:00 exists in
+		// every real zone (transitions happen at night).
+		return time.Date(local.Year(), local.Month(), local.Day()+1, 9, 0, 0, 0, loc).UTC(), true
+	}
+	return time.Time{}, false
 }
