@@ -52,7 +52,7 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
 		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
 		CatchupWindowSeconds: strings.TrimSpace(c.FormValue("catchup_window_seconds")),
-		Connection: strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
+		Connection:           strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
 		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
 		Paused: c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
 	}
@@ -283,7 +283,7 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
 		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
 		CatchupWindowSeconds: intText(s.CatchupWindowSeconds),
-		Connection: deref(s.Connection), Queue: deref(s.Queue),
+		Connection:           deref(s.Connection), Queue: deref(s.Queue),
 		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
 	}
 	if v.Timezone == "" {

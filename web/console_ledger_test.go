@@ -82,7 +82,6 @@ func TestConsoleLedgerBackfillsTheMissedOnes(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-
 // The pause form offers "Pause until…": an hour, tomorrow 09:00 in the
 // schedule's zone, or a custom wall time.
 func TestConsolePauseUntilPresets(t *testing.T) {
