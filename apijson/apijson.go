@@ -76,48 +76,49 @@ func deref(s *string) string {
 
 // Schedule is the describe object of SPEC §2.
 type Schedule struct {
-	ID                  string            `json:"id"`
-	ScheduleID          string            `json:"schedule_id"`
-	Namespace           string            `json:"namespace"`
-	Status              string            `json:"status"`
-	Spec                models.Spec       `json:"spec"`
-	Action              models.Action     `json:"action"`
-	OverlapPolicy       string            `json:"overlap_policy"`
-	JitterSeconds       int               `json:"jitter_seconds"`
-	MaxRuns             *int64            `json:"max_runs"`
-	RemainingActions    *int64            `json:"remaining_actions"`
-	Connection          *string           `json:"connection"`
-	Queue               *string           `json:"queue"`
-	Labels              map[string]string `json:"labels"`
-	Memo                map[string]string `json:"memo"`
-	SearchAttributes    map[string]string `json:"search_attributes"`
-	Note                string            `json:"note"`
-	FiresCount          int64             `json:"fires_count"`
-	PauseAfterFailures  *int              `json:"pause_after_failures"`
-	LastRun             *LastRun          `json:"last_run"`
-	ConsecutiveFailures int64             `json:"consecutive_failures"`
-	FailuresCount       int64             `json:"failures_count"`
-	StartFailuresCount  int64             `json:"start_failures_count"`
-	RecentRuns          []RecentRun       `json:"recent_runs"`
-	SkippedTriggerCount int64             `json:"skipped_trigger_count"`
-	LastSkipReason      *string           `json:"last_skip_reason"`
-	LastSkippedAt       *Time             `json:"last_skipped_at"`
-	NextFireAt          *Time             `json:"next_fire_at"`
-	NextNominalAt       *Time             `json:"next_nominal_at"`
-	LastFiredAt         *Time             `json:"last_fired_at"`
-	LatestInstanceID    *string           `json:"latest_instance_id"`
-	LatestRunID         *string           `json:"latest_run_id"`
-	BufferedActions     []BufferedAction  `json:"buffered_actions"`
-	RecentActions       []RecentAction    `json:"recent_actions"`
-	PausedAt            *Time             `json:"paused_at"`
-	PauseReason         *string           `json:"pause_reason"`
-	PausedBy            *string           `json:"paused_by"`
-	PausedUntil         *Time             `json:"paused_until"`
-	DeletedAt           *Time             `json:"deleted_at"`
-	CreatedAt           Time              `json:"created_at"`
-	UpdatedAt           Time              `json:"updated_at"`
-	FutureFireTimes     []Time            `json:"future_fire_times,omitempty"`
-	SpecDescription     string            `json:"spec_description,omitempty"`
+	ID                   string            `json:"id"`
+	ScheduleID           string            `json:"schedule_id"`
+	Namespace            string            `json:"namespace"`
+	Status               string            `json:"status"`
+	Spec                 models.Spec       `json:"spec"`
+	Action               models.Action     `json:"action"`
+	OverlapPolicy        string            `json:"overlap_policy"`
+	JitterSeconds        int               `json:"jitter_seconds"`
+	MaxRuns              *int64            `json:"max_runs"`
+	RemainingActions     *int64            `json:"remaining_actions"`
+	Connection           *string           `json:"connection"`
+	Queue                *string           `json:"queue"`
+	Labels               map[string]string `json:"labels"`
+	Memo                 map[string]string `json:"memo"`
+	SearchAttributes     map[string]string `json:"search_attributes"`
+	Note                 string            `json:"note"`
+	FiresCount           int64             `json:"fires_count"`
+	PauseAfterFailures   *int              `json:"pause_after_failures"`
+	CatchupWindowSeconds *int              `json:"catchup_window_seconds"`
+	LastRun              *LastRun          `json:"last_run"`
+	ConsecutiveFailures  int64             `json:"consecutive_failures"`
+	FailuresCount        int64             `json:"failures_count"`
+	StartFailuresCount   int64             `json:"start_failures_count"`
+	RecentRuns           []RecentRun       `json:"recent_runs"`
+	SkippedTriggerCount  int64             `json:"skipped_trigger_count"`
+	LastSkipReason       *string           `json:"last_skip_reason"`
+	LastSkippedAt        *Time             `json:"last_skipped_at"`
+	NextFireAt           *Time             `json:"next_fire_at"`
+	NextNominalAt        *Time             `json:"next_nominal_at"`
+	LastFiredAt          *Time             `json:"last_fired_at"`
+	LatestInstanceID     *string           `json:"latest_instance_id"`
+	LatestRunID          *string           `json:"latest_run_id"`
+	BufferedActions      []BufferedAction  `json:"buffered_actions"`
+	RecentActions        []RecentAction    `json:"recent_actions"`
+	PausedAt             *Time             `json:"paused_at"`
+	PauseReason          *string           `json:"pause_reason"`
+	PausedBy             *string           `json:"paused_by"`
+	PausedUntil          *Time             `json:"paused_until"`
+	DeletedAt            *Time             `json:"deleted_at"`
+	CreatedAt            Time              `json:"created_at"`
+	UpdatedAt            Time              `json:"updated_at"`
+	FutureFireTimes      []Time            `json:"future_fire_times,omitempty"`
+	SpecDescription      string            `json:"spec_description,omitempty"`
 }
 
 // FromSchedule renders a schedule.
@@ -127,7 +128,7 @@ func FromSchedule(s *models.Schedule) Schedule {
 		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
 		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
 		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
-		PauseAfterFailures: s.PauseAfterFailures, ConsecutiveFailures: s.Health.ConsecutiveFailures,
+		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds, ConsecutiveFailures: s.Health.ConsecutiveFailures,
 		FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
@@ -453,6 +454,8 @@ type CreateSchedule struct {
 	// PauseAfterFailures pauses the schedule after that many consecutive
 	// unsuccessful runs; nil never does.
 	PauseAfterFailures *int `json:"pause_after_failures,omitempty"`
+	// CatchupWindowSeconds is the missed-fire policy; nil is Part I's rule.
+	CatchupWindowSeconds *int `json:"catchup_window_seconds,omitempty"`
 }
 
 // Input is the service's form of a create body in namespace: the one
@@ -468,27 +471,28 @@ func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
 	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action,
 		OverlapPolicy: c.OverlapPolicy, JitterSeconds: c.JitterSeconds, MaxRuns: c.MaxRuns, Connection: c.Connection,
 		Queue: c.Queue, Labels: c.Labels, Memo: c.Memo, SearchAttributes: c.SearchAttributes, Note: c.Note, Paused: c.Paused,
-		PauseAfterFailures: c.PauseAfterFailures}
+		PauseAfterFailures: c.PauseAfterFailures, CatchupWindowSeconds: c.CatchupWindowSeconds}
 }
 
 // NullableFields are the PATCH fields that an explicit null clears.
-var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures"}
+var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures", "catchup_window_seconds"}
 
 // SchedulePatch is the body of PATCH /schedules/{id}: nil fields are left
 // out (unchanged); Clear names nullable fields to send as null.
 type SchedulePatch struct {
-	Spec               *models.Spec       `json:"spec,omitempty"`
-	Action             *models.Action     `json:"action,omitempty"`
-	OverlapPolicy      *string            `json:"overlap_policy,omitempty"`
-	JitterSeconds      *int               `json:"jitter_seconds,omitempty"`
-	MaxRuns            *int64             `json:"max_runs,omitempty"`
-	Connection         *string            `json:"connection,omitempty"`
-	Queue              *string            `json:"queue,omitempty"`
-	Labels             *map[string]string `json:"labels,omitempty"`
-	Memo               *map[string]string `json:"memo,omitempty"`
-	SearchAttributes   *map[string]string `json:"search_attributes,omitempty"`
-	Note               *string            `json:"note,omitempty"`
-	PauseAfterFailures *int               `json:"pause_after_failures,omitempty"`
+	Spec                 *models.Spec       `json:"spec,omitempty"`
+	Action               *models.Action     `json:"action,omitempty"`
+	OverlapPolicy        *string            `json:"overlap_policy,omitempty"`
+	JitterSeconds        *int               `json:"jitter_seconds,omitempty"`
+	MaxRuns              *int64             `json:"max_runs,omitempty"`
+	Connection           *string            `json:"connection,omitempty"`
+	Queue                *string            `json:"queue,omitempty"`
+	Labels               *map[string]string `json:"labels,omitempty"`
+	Memo                 *map[string]string `json:"memo,omitempty"`
+	SearchAttributes     *map[string]string `json:"search_attributes,omitempty"`
+	Note                 *string            `json:"note,omitempty"`
+	PauseAfterFailures   *int               `json:"pause_after_failures,omitempty"`
+	CatchupWindowSeconds *int               `json:"catchup_window_seconds,omitempty"`
 	// Clear lists fields of NullableFields to set to null.
 	Clear []string `json:"-"`
 }
@@ -529,6 +533,9 @@ func (p SchedulePatch) Input() scheduling.UpdateInput {
 	if p.PauseAfterFailures != nil || cleared("pause_after_failures") {
 		in.PauseAfterFailures = scheduling.Nullable[int]{Set: true, Value: p.PauseAfterFailures}
 	}
+	if p.CatchupWindowSeconds != nil || cleared("catchup_window_seconds") {
+		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: p.CatchupWindowSeconds}
+	}
 	return in
 }
 
@@ -536,7 +543,7 @@ func (p SchedulePatch) Input() scheduling.UpdateInput {
 func (p SchedulePatch) Empty() bool {
 	return p.Spec == nil && p.Action == nil && p.OverlapPolicy == nil && p.JitterSeconds == nil && p.MaxRuns == nil &&
 		p.Connection == nil && p.Queue == nil && p.Labels == nil && p.Memo == nil && p.SearchAttributes == nil &&
-		p.Note == nil && p.PauseAfterFailures == nil && len(p.Clear) == 0
+		p.Note == nil && p.PauseAfterFailures == nil && p.CatchupWindowSeconds == nil && len(p.Clear) == 0
 }
 
 // FieldChange is one field an update changes, in display spelling.
@@ -629,3 +636,63 @@ const (
 	ManagedByLabel = "tideline.dev/managed-by"
 	ManagedByApply = "apply"
 )
+
+// Occurrence is one row of GET /schedules/{id}/occurrences (SPEC §12).
+type Occurrence struct {
+	OccurrenceTime Time `json:"occurrence_time"`
+	// WallTime is the wall-clock time of the schedule's zone it stands for,
+	// without offset ("2026-03-08T02:30:00"); DSTShiftSeconds is how far a
+	// spring-forward gap moved it (0 when none); DSTRepeated marks the second
+	// pass of a fall-back hour.
+	WallTime        string  `json:"wall_time"`
+	DSTShiftSeconds int64   `json:"dst_shift_seconds"`
+	DSTRepeated     bool    `json:"dst_repeated"`
+	Fate            string  `json:"fate"`
+	InstanceID      *string `json:"instance_id"`
+	RunID           *string `json:"run_id"`
+	RunStatus       *string `json:"run_status"`
+	Trigger         *string `json:"trigger"`
+	FireLagMs       *int64  `json:"fire_lag_ms"`
+	Reason          *string `json:"reason"`
+}
+
+// OccurrencePage is the answer of GET /schedules/{id}/occurrences.
+type OccurrencePage struct {
+	ScheduleID  string       `json:"schedule_id"`
+	Namespace   string       `json:"namespace"`
+	Timezone    string       `json:"timezone"`
+	From        Time         `json:"from"`
+	To          Time         `json:"to"`
+	Occurrences []Occurrence `json:"occurrences"`
+	NextCursor  *string      `json:"next_cursor"`
+	HasMore     bool         `json:"has_more"`
+}
+
+// WallTimeLayout spells an occurrence's wall time.
+const WallTimeLayout = "2006-01-02T15:04:05"
+
+// FromLedger renders a ledger page.
+func FromLedger(p *scheduling.LedgerPage) OccurrencePage {
+	out := OccurrencePage{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Timezone: p.Timezone, From: At(p.From), To: At(p.To),
+		Occurrences: make([]Occurrence, 0, len(p.Occurrences)), HasMore: p.HasMore}
+	if p.HasMore {
+		out.NextCursor = &p.NextCursor
+	}
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	for _, o := range p.Occurrences {
+		row := Occurrence{OccurrenceTime: At(o.Time), WallTime: o.Wall.Format(WallTimeLayout), DSTShiftSeconds: int64(o.Shift / time.Second),
+			DSTRepeated: o.Repeated, Fate: o.Fate, InstanceID: opt(o.InstanceID), RunID: opt(o.RunID), RunStatus: opt(o.RunStatus),
+			Trigger: opt(o.Trigger), Reason: opt(o.Reason)}
+		if o.FireLag != nil {
+			ms := o.FireLag.Milliseconds()
+			row.FireLagMs = &ms
+		}
+		out.Occurrences = append(out.Occurrences, row)
+	}
+	return out
+}

@@ -35,6 +35,7 @@ type backend interface {
 	TriggerSchedule(ctx context.Context, id, overlapPolicy string) (*apijson.Trigger, error)
 	BackfillSchedule(ctx context.Context, id string, opts client.BackfillOptions) (*apijson.Backfill, error)
 	ScheduleHistoryPage(ctx context.Context, id string, opts client.HistoryOptions) (*apijson.History, error)
+	ScheduleOccurrencesPage(ctx context.Context, id string, opts client.OccurrencesOptions) (*apijson.OccurrencePage, error)
 	ListRunsPage(ctx context.Context, opts client.RunListOptions) (*apijson.RunPage, error)
 	GetRun(ctx context.Context, runID string) (*apijson.RunDetail, error)
 	CancelRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
@@ -206,6 +207,22 @@ func (d *direct) ScheduleHistoryPage(ctx context.Context, id string, opts client
 		return nil, err
 	}
 	out := apijson.FromHistory(page)
+	return &out, nil
+}
+
+func (d *direct) ScheduleOccurrencesPage(ctx context.Context, id string, opts client.OccurrencesOptions) (*apijson.OccurrencePage, error) {
+	q := scheduling.LedgerQuery{Cursor: opts.Cursor, Limit: opts.Limit}
+	if !opts.From.IsZero() {
+		q.From = &opts.From
+	}
+	if !opts.To.IsZero() {
+		q.To = &opts.To
+	}
+	page, err := d.a.service.Ledger(ctx, d.ns, id, q)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromLedger(page)
 	return &out, nil
 }
 

@@ -18,18 +18,19 @@ import (
 
 func scheduleCommands() map[string]subcommand {
 	return map[string]subcommand{
-		"list":     {"list schedules", runScheduleList},
-		"add":      {"create a schedule", runScheduleAdd},
-		"describe": {"show a schedule, its description and next fire times", runScheduleDescribe},
-		"pause":    {"stop a schedule from firing", runSchedulePause},
-		"resume":   {"restart a paused schedule from now (no catch-up)", runScheduleResume},
-		"trigger":  {"fire a schedule now", runScheduleTrigger},
-		"backfill": {"start the occurrences of a past window", runScheduleBackfill},
-		"remove":   {"delete a schedule (its history stays readable)", runScheduleRemove},
-		"history":  {"show a schedule's audit events", runScheduleHistory},
-		"update":   {"change fields of a schedule (--clear FIELD resets one)", runScheduleUpdate},
-		"export":   {"print the namespace's schedules as a YAML (or JSON) file for apply", runScheduleExport},
-		"apply":    {"make the namespace's schedules match a file: create, update, --prune delete", runScheduleApply},
+		"list":        {"list schedules", runScheduleList},
+		"add":         {"create a schedule", runScheduleAdd},
+		"describe":    {"show a schedule, its description and next fire times", runScheduleDescribe},
+		"pause":       {"stop a schedule from firing", runSchedulePause},
+		"resume":      {"restart a paused schedule from now (no catch-up)", runScheduleResume},
+		"trigger":     {"fire a schedule now", runScheduleTrigger},
+		"backfill":    {"start the occurrences of a past window", runScheduleBackfill},
+		"remove":      {"delete a schedule (its history stays readable)", runScheduleRemove},
+		"history":     {"show a schedule's audit events", runScheduleHistory},
+		"occurrences": {"show what became of each occurrence (the ledger)", runScheduleOccurrences},
+		"update":      {"change fields of a schedule (--clear FIELD resets one)", runScheduleUpdate},
+		"export":      {"print the namespace's schedules as a YAML (or JSON) file for apply", runScheduleExport},
+		"apply":       {"make the namespace's schedules match a file: create, update, --prune delete", runScheduleApply},
 	}
 }
 
@@ -171,6 +172,9 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	req.PauseAfterFailures = af.pauseAfter()
+	if req.CatchupWindowSeconds, err = af.catchup(); err != nil {
+		return err
+	}
 	if req.Labels, err = af.labels.toMap("label"); err != nil {
 		return err
 	}
@@ -212,6 +216,7 @@ type actionFlags struct {
 	retryMaxInterval   *string
 	nonRetryable       stringList
 	pauseAfterFailures *int
+	catchupWindow      *string
 	c                  *dbCommand
 }
 
@@ -229,7 +234,21 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	af.retryMaxInterval = c.fs.String("retry-max-interval", "", "longest wait between attempts (default 100 × --retry-initial, at most a day)")
 	c.fs.Var(&af.nonRetryable, "non-retryable", "error type that ends the run without retry (repeatable)")
 	af.pauseAfterFailures = c.fs.Int("pause-after-failures", 0, "pause the schedule after this many consecutive failed runs (1-100)")
+	af.catchupWindow = c.fs.String("catchup-window", "", `after downtime, fire the occurrences of this last stretch in order: seconds or a duration ("2h"; at most 7 days)`)
 	return af
+}
+
+// catchup is the --catchup-window value in seconds when given.
+func (af *actionFlags) catchup() (*int, error) {
+	if !af.c.isSet("catchup-window") {
+		return nil, nil
+	}
+	n, err := parseSeconds("catchup-window", *af.catchupWindow)
+	if err != nil {
+		return nil, err
+	}
+	w := int(min(n, scheduling.MaxCatchupWindowSeconds+1)) // the server says what is too long
+	return &w, nil
 }
 
 // retryFlags are the flags that set the retry policy.
@@ -487,6 +506,9 @@ func printDescription(e env, s *apijson.Schedule) error {
 	}
 	if s.PauseAfterFailures != nil {
 		t.row("Pause after:", fmt.Sprintf("%d consecutive failures", *s.PauseAfterFailures))
+	}
+	if s.CatchupWindowSeconds != nil {
+		t.row("Catch-up:", fmt.Sprintf("fires missed occurrences of the last %s", time.Duration(*s.CatchupWindowSeconds)*time.Second))
 	}
 	if s.LastSkipReason != nil {
 		t.row("Last skip:", *s.LastSkipReason+" at "+apiTimeOrDash(s.LastSkippedAt))

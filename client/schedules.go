@@ -207,6 +207,47 @@ func (c *Client) ScheduleHistory(ctx context.Context, id string, opts HistoryOpt
 	}, "")
 }
 
+// OccurrencesOptions select a window of the occurrence ledger: [From, To)
+// (zero: the last 7 days up to now), after Cursor, Limit (1-1000, 0 =
+// 1000) per page.
+type OccurrencesOptions struct {
+	From, To time.Time
+	Cursor   string
+	Limit    int
+}
+
+// ScheduleOccurrencesPage fetches one page of a schedule's occurrence
+// ledger: every occurrence with its fate (also of a deleted schedule).
+func (c *Client) ScheduleOccurrencesPage(ctx context.Context, id string, opts OccurrencesOptions) (*apijson.OccurrencePage, error) {
+	q := url.Values{}
+	if !opts.From.IsZero() {
+		q.Set("from", opts.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !opts.To.IsZero() {
+		q.Set("to", opts.To.UTC().Format(time.RFC3339Nano))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	return call[apijson.OccurrencePage](ctx, c, request{method: http.MethodGet, path: schedulePath(id, "/occurrences"), query: q, idempotent: true})
+}
+
+// ScheduleOccurrences yields every occurrence of the window, oldest first,
+// following the cursor page by page.
+func (c *Client) ScheduleOccurrences(ctx context.Context, id string, opts OccurrencesOptions) iter.Seq2[apijson.Occurrence, error] {
+	return pages(func(cursor string) ([]apijson.Occurrence, string, bool, error) {
+		opts.Cursor = cursor
+		p, err := c.ScheduleOccurrencesPage(ctx, id, opts)
+		if err != nil {
+			return nil, "", false, err
+		}
+		return p.Occurrences, deref(p.NextCursor), p.HasMore, nil
+	}, opts.Cursor)
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,8 +81,52 @@ func (h *Console) BackfillForm(c echo.Context) error {
 		return err
 	}
 	v := r.backfillView(s)
+	if c.QueryParam("missed") == "1" {
+		return r.backfillMissed(s, v)
+	}
 	to := r.now.In(scheduleZone(s)).Truncate(time.Minute)
 	v.From, v.To = to.Add(-24*time.Hour).Format(localLayout), to.Format(localLayout)
+	return r.renderBackfill(http.StatusOK, v)
+}
+
+// backfillMissed answers the ledger's "Backfill the missed ones": the dry
+// run of [from, to) (RFC 3339 in the query) with exactly its missed and
+// paused occurrences selected, ready to confirm.
+func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error {
+	from, errFrom := time.Parse(time.RFC3339, r.c.QueryParam("from"))
+	to, errTo := time.Parse(time.RFC3339, r.c.QueryParam("to"))
+	if errFrom != nil || errTo != nil || !from.Before(to) {
+		return scheduling.NewValidationError("from", "from and to must be RFC 3339 times, from before to")
+	}
+	loc := scheduleZone(s)
+	// datetime-local has minutes; widen to whole minutes, the selection
+	// keeps the range exact.
+	v.From = from.In(loc).Truncate(time.Minute).Format(localLayout)
+	v.To = to.In(loc).Add(time.Minute - time.Nanosecond).Truncate(time.Minute).Format(localLayout)
+	missed, err := r.missedBetween(s, from, to)
+	if err != nil {
+		return err
+	}
+	v.Only = make([]string, 0, len(missed))
+	for _, t := range missed {
+		v.Only = append(v.Only, strconv.FormatInt(t.Unix(), 10))
+	}
+	start, _ := parseLocal(v.From, loc)
+	end, _ := parseLocal(v.To, loc)
+	rep, err := r.h.Service.Backfill(r.c.Request().Context(), r.ns, s.ScheduleID, scheduling.BackfillInput{
+		From: start, To: end, DryRun: true, Only: missed})
+	if err != nil {
+		return err
+	}
+	res := &views.BackfillResultView{DryRun: true, Count: rep.Occurrences}
+	for i, o := range rep.Results {
+		if i == backfillListed {
+			res.NotListed = len(rep.Results) - backfillListed
+			break
+		}
+		res.Occurrences = append(res.Occurrences, views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID})
+	}
+	v.Result = res
 	return r.renderBackfill(http.StatusOK, v)
 }
 
@@ -104,6 +149,18 @@ func (h *Console) Backfill(c echo.Context) error {
 
 	loc := scheduleZone(s)
 	in := scheduling.BackfillInput{OverlapPolicy: v.OverlapPolicy, DryRun: dryRun, CommandContext: r.cc("")}
+	if ats := c.Request().Form["at"]; len(ats) > 0 {
+		in.Only = []time.Time{}
+		for _, raw := range ats {
+			n, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil {
+				v.Errors[""] = "the selected occurrences are not Unix seconds"
+				break
+			}
+			in.Only = append(in.Only, time.Unix(n, 0).UTC())
+			v.Only = append(v.Only, raw)
+		}
+	}
 	for _, field := range []struct {
 		name, raw string
 		dst       *time.Time

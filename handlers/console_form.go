@@ -35,6 +35,7 @@ type scheduleForm struct {
 	overlap    string
 	jitter     int
 	maxRuns    *int64
+	catchup    *int
 	connection *string
 	queue      *string
 	labels     map[string]string
@@ -51,7 +52,8 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		Input: c.FormValue("input"), ExecutionTimeoutSeconds: strings.TrimSpace(c.FormValue("execution_timeout_seconds")),
 		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
 		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
-		Connection: strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
+		CatchupWindowSeconds: strings.TrimSpace(c.FormValue("catchup_window_seconds")),
+		Connection:           strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
 		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
 		Paused:      c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
 		MaxAttempts: strings.TrimSpace(c.FormValue("retry_policy.max_attempts")), RetryInitial: strings.TrimSpace(c.FormValue("retry_policy.initial_interval_seconds")),
@@ -104,6 +106,10 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 		f.jitter = int(max(min(*j, 1<<31), -1<<31)) // the service judges the range
 	}
 	f.maxRuns = f.optInt("max_runs", v.MaxRuns)
+	if w := f.optInt("catchup_window_seconds", v.CatchupWindowSeconds); w != nil {
+		n := int(max(min(*w, 1<<31), -1<<31)) // the service judges the range
+		f.catchup = &n
+	}
 	if v.Connection != "" {
 		f.connection = &v.Connection
 	}
@@ -313,7 +319,8 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
 		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
 		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
-		Connection: deref(s.Connection), Queue: deref(s.Queue),
+		CatchupWindowSeconds: intText(s.CatchupWindowSeconds),
+		Connection:           deref(s.Connection), Queue: deref(s.Queue),
 		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
 	}
 	if p := s.Action.RetryPolicy; p != nil {
@@ -345,7 +352,7 @@ var editFields = []struct{ field, group string }{
 	{"workflow_type", "action"}, {"workflow_class", "action"}, {"input", "action"},
 	{"execution_timeout_seconds", "action"}, {"run_timeout_seconds", "action"}, {"retry_policy", "action"},
 	{"overlap_policy", "overlap_policy"}, {"jitter_seconds", "jitter_seconds"}, {"max_runs", "max_runs"},
-	{"pause_after_failures", "pause_after_failures"},
+	{"pause_after_failures", "pause_after_failures"}, {"catchup_window_seconds", "catchup_window_seconds"},
 	{"connection", "connection"}, {"queue", "queue"}, {"labels", "labels"}, {"memo", "memo"}, {"note", "note"},
 }
 
@@ -353,12 +360,14 @@ var editFields = []struct{ field, group string }{
 // that "1 hour" and "PT1H", or {"a":1} and { "a": 1 }, compare equal.
 func (f *scheduleForm) canonical() map[string]string {
 	s := &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
-		Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note, PauseAfterFailures: f.pauseAfter}
+		CatchupWindowSeconds: f.catchup, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note,
+		PauseAfterFailures: f.pauseAfter}
 	out := canonicalOf(s)
 	// A field that could not be read compares by what was typed.
 	raw := map[string]string{"intervals": f.values.Intervals, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
 		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds,
-		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "pause_after_failures": f.values.PauseAfterFailures}
+		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "pause_after_failures": f.values.PauseAfterFailures,
+		"catchup_window_seconds": f.values.CatchupWindowSeconds}
 	for field := range f.errs {
 		if v, ok := raw[field]; ok {
 			out[field] = strings.Join(strings.Fields(v), " ")
@@ -409,6 +418,9 @@ func (f *scheduleForm) update(changes []views.FieldChange) scheduling.UpdateInpu
 	}
 	if groups["max_runs"] {
 		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: f.maxRuns}
+	}
+	if groups["catchup_window_seconds"] {
+		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: f.catchup}
 	}
 	if groups["connection"] {
 		in.Connection = scheduling.Nullable[string]{Set: true, Value: f.connection}
@@ -525,7 +537,7 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	}
 	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
 		Namespace: r.ns, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
-		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, Connection: f.connection, Queue: f.queue,
+		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, Connection: f.connection, Queue: f.queue,
 		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
 	}, r.cc(""))
 	if status, handled := f.serviceError(err); handled {

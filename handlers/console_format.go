@@ -220,9 +220,9 @@ func derefFloat(p *float64) float64 {
 	return *p
 }
 
-func intText(p *int) string {
-	if p == nil {
+func intText(n *int) string {
+	if n == nil {
 		return ""
 	}
-	return strconv.Itoa(*p)
+	return strconv.Itoa(*n)
 }

@@ -26,7 +26,10 @@ func (r *request) actions(s *models.Schedule, returnTo string) views.ScheduleAct
 		ScheduleID: s.ScheduleID, OverlapPolicy: s.OverlapPolicy, ReturnTo: returnTo,
 		PauseURL: r.url(base + "/pause"), ResumeURL: r.url(base + "/resume"), TriggerURL: r.url(base + "/trigger"),
 		BackfillURL: r.url(base + "/backfill"), HistoryURL: r.url(base + "/history"), DeleteURL: r.url(base + "/delete"),
-		EditURL: r.url(base + "/edit"),
+		EditURL: r.url(base + "/edit"), Timezone: s.Spec.Timezone,
+	}
+	if a.Timezone == "" {
+		a.Timezone = "UTC"
 	}
 	operate, admin := r.canOperate(), r.canAdmin()
 	switch s.Status {
@@ -289,12 +292,47 @@ func (h *Console) Pause(c echo.Context) error {
 		return err
 	}
 	id, reason := c.Param("schedule_id"), strings.TrimSpace(c.FormValue("reason"))
-	_, err = h.Service.Pause(c.Request().Context(), r.ns, id, scheduling.PauseInput{Reason: reason}, r.cc(reason))
+	in := scheduling.PauseInput{Reason: reason}
+	until, err := r.pauseUntil(id, c.FormValue("until_preset"), strings.TrimSpace(c.FormValue("until_custom")))
+	if err != nil {
+		return r.rowResult(id, err, views.Flash{})
+	}
+	in.Until = until
+	_, err = h.Service.Pause(c.Request().Context(), r.ns, id, in, r.cc(reason))
 	msg := "Paused " + id + "."
 	if reason != "" {
 		msg = fmt.Sprintf("Paused %s: %s", id, reason)
 	}
+	if until != nil {
+		msg += " It resumes by itself at " + until.Format(time.RFC3339) + "."
+	}
 	return r.rowResult(id, err, views.Flash{Kind: "ok", Message: msg})
+}
+
+// pauseUntil reads the "Pause until…" choice of the console's pause form:
+// none, a preset, or a custom wall time in the schedule's zone.
+func (r *request) pauseUntil(id, preset, custom string) (*time.Time, error) {
+	if preset == "" {
+		return nil, nil
+	}
+	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	if err != nil {
+		return nil, err
+	}
+	loc := scheduleZone(s)
+	if preset == "custom" {
+		t, ok := parseLocal(custom, loc)
+		if !ok {
+			return nil, scheduling.NewValidationError("paused_until", "must be a date and time, e.g. 2026-07-01T09:00")
+		}
+		t = t.UTC()
+		return &t, nil
+	}
+	t, ok := scheduling.PauseUntilPreset(preset, r.now, loc)
+	if !ok {
+		return nil, scheduling.NewValidationError("paused_until", "unknown preset "+strconv.Quote(preset))
+	}
+	return &t, nil
 }
 
 // Resume answers POST /waterline/schedules/{id}/resume.
@@ -411,7 +449,14 @@ func (h *Console) Detail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), r.detail(d, runs.Runs)))
+	v := r.detail(d, runs.Runs)
+	if v.Ledger, err = r.ledgerView(d.Schedule, c.QueryParam("ledger")); err != nil {
+		return err
+	}
+	if w := d.Schedule.CatchupWindowSeconds; w != nil {
+		v.CatchupWindow = (time.Duration(*w) * time.Second).String()
+	}
+	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), v))
 }
 
 func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {

@@ -259,3 +259,28 @@ func hasNULEscape(body []byte) bool {
 	}
 	return false
 }
+
+// ledgerQuery reads the occurrence ledger's query: from, to (RFC 3339),
+// cursor and limit; the service applies the defaults and bounds.
+func ledgerQuery(c echo.Context) (scheduling.LedgerQuery, error) {
+	v := &scheduling.ValidationError{Code: "validation_failed"}
+	q := scheduling.LedgerQuery{Cursor: c.QueryParam("cursor")}
+	if t := parseTime(v, "from", c.QueryParam("from")); !t.IsZero() {
+		q.From = &t
+	}
+	if t := parseTime(v, "to", c.QueryParam("to")); !t.IsZero() {
+		q.To = &t
+	}
+	if err := v.OrNil(); err != nil {
+		return q, err
+	}
+	limit, err := queryInt(c, "limit", scheduling.MaxLedgerPage, "invalid_limit")
+	if err != nil {
+		return q, err
+	}
+	if limit < 1 || limit > scheduling.MaxLedgerPage {
+		return q, &scheduling.ValidationError{Code: "invalid_limit", Fields: map[string]string{"limit": fmt.Sprintf("must be between 1 and %d", scheduling.MaxLedgerPage)}}
+	}
+	q.Limit = int(limit)
+	return q, nil
+}

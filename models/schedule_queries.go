@@ -407,3 +407,32 @@ func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 	}
 	return nil
 }
+
+// ClaimPauseEnded locks up to limit paused schedules whose paused_until is
+// at or before now. The rows are read again by a statement of its own once
+// locked (see readLatestRunStatus for why a locking read's answer can be
+// stale), and only those still paused with an ended pause are returned: an
+// operator's resume or a new pause committed meanwhile wins.
+func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Schedule, error) {
+	var ids []string
+	q := tx.NewSelect().Model((*Schedule)(nil)).Column("s.id").
+		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now).
+		OrderExpr("s.paused_until ASC, s.id ASC").Limit(int64(limit))
+	if database.IsPostgres(tx) {
+		q = q.For("UPDATE SKIP LOCKED")
+	}
+	if err := q.Scan(ctx, &ids); err != nil {
+		return nil, fmt.Errorf("claim ended pauses: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []Schedule
+	err := tx.NewSelect().Model(&out).Where("s.id IN (?)", bun.In(ids)).
+		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now).
+		OrderExpr("s.id ASC").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read claimed pauses: %w", err)
+	}
+	return out, nil
+}

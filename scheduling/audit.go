@@ -76,13 +76,16 @@ func (c *CommandContext) author() string {
 // payloadKeys is the contract of SPEC §6: required keys, then optional ones.
 // Every key written must be listed; every required key must be present.
 var payloadKeys = map[string]struct{ required, optional []string }{
-	EventScheduleCreated:        {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}},
-	EventSchedulePaused:         {required: []string{"paused_at"}, optional: []string{"reason", "paused_until"}},
-	EventScheduleResumed:        {required: []string{"next_fire_at"}},
-	EventScheduleUpdated:        {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"}},
-	EventScheduleTriggered:      {required: []string{"workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy", "trigger_number", "occurrence_time"}},
-	EventScheduleTriggerSkipped: {required: []string{"reason", "skipped_trigger_count", "last_skipped_at"}},
-	EventScheduleDeleted:        {required: []string{"reason", "deleted_at"}},
+	EventScheduleCreated:   {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}},
+	EventSchedulePaused:    {required: []string{"paused_at"}, optional: []string{"reason", "paused_until"}},
+	EventScheduleResumed:   {required: []string{"next_fire_at"}, optional: []string{"paused_until"}},
+	EventScheduleUpdated:   {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"}},
+	EventScheduleTriggered: {required: []string{"workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy", "trigger_number", "occurrence_time"}},
+	// occurrence_time names the skipped fire (absent for missed_occurrences,
+	// which covers first_missed_at..last_missed_at, missed_count of them).
+	EventScheduleTriggerSkipped: {required: []string{"reason", "skipped_trigger_count", "last_skipped_at"},
+		optional: []string{"occurrence_time", "missed_count", "first_missed_at", "last_missed_at"}},
+	EventScheduleDeleted: {required: []string{"reason", "deleted_at"}},
 }
 
 // validatePayload enforces payloadKeys. A violation is a programming error:

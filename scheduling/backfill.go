@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -43,9 +44,13 @@ type BackfillReport struct {
 
 // BackfillInput names the window [From, To) and how to run it.
 type BackfillInput struct {
-	From, To       time.Time
-	OverlapPolicy  string // optional override
-	DryRun         bool
+	From, To      time.Time
+	OverlapPolicy string // optional override
+	DryRun        bool
+	// Only, when set, keeps just these occurrences of [From, To): the
+	// ledger's "backfill the missed ones" starts exactly the missed and
+	// paused occurrences, not the ones that ran in between.
+	Only           []time.Time
 	CommandContext *CommandContext
 }
 
@@ -69,12 +74,22 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 	if in.OverlapPolicy != "" && !validPolicy(in.OverlapPolicy) {
 		return nil, NewValidationError("overlap_policy", policyMessage())
 	}
+	if len(in.Only) > MaxBackfillOccurrences {
+		return nil, &ValidationError{Code: "backfill_too_large", Fields: map[string]string{"only": fmt.Sprintf("at most %d occurrences", MaxBackfillOccurrences)}}
+	}
 	occurrences := func(sch *models.Schedule) ([]time.Time, error) {
 		compiled, err := Compile(sch.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("compile stored spec: %w", err)
 		}
 		times, err := compiled.Between(in.From, in.To, MaxBackfillOccurrences)
+		if err == nil && in.Only != nil {
+			keep := make(map[int64]bool, len(in.Only))
+			for _, t := range in.Only {
+				keep[t.Unix()] = true
+			}
+			times = slices.DeleteFunc(times, func(t time.Time) bool { return !keep[t.Unix()] })
+		}
 		if errors.Is(err, ErrTooManyOccurrences) {
 			return nil, &ValidationError{Code: "backfill_too_large", Fields: map[string]string{
 				"to": fmt.Sprintf("the window holds more than %d occurrences; split it", MaxBackfillOccurrences)}}

@@ -605,3 +605,44 @@ func (z *zoneCursor) resolve(ws int64) (first, second int64, repeated bool) {
 	// than their size); fall back to the guess rather than lose the fire.
 	return ws - guess.offset, 0, false
 }
+
+// matchesWall reports whether the expression matches wall seconds w.
+func (c *cronPart) matchesWall(w int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.nextWall(w - 1)
+	return ok && at == w
+}
+
+// WallOf says which wall-clock time of the spec's zone an occurrence stands
+// for (SPEC §3): normally its own local time; for a cron time skipped by a
+// spring-forward gap, the skipped wall time and the gap it was shifted by;
+// repeated is true for the second pass of a fall-back hour. The occurrence
+// ledger shows these so that "why 03:30?" answers itself.
+func (c *CompiledSpec) WallOf(t time.Time) (wall time.Time, shift time.Duration, repeated bool) {
+	z := newZoneCursor(c.loc)
+	at := t.Unix()
+	cur := z.at(at)
+	lw := at + cur.offset
+	wall = time.Unix(lw, 0).UTC()
+	if prev, ok := z.before(cur); ok && prev.offset > cur.offset && at-cur.start < prev.offset-cur.offset {
+		repeated = true // the same wall time passed once already, before the fall-back
+	}
+	if len(c.crons) == 0 {
+		return wall, 0, repeated
+	}
+	for _, p := range c.crons {
+		if p.matchesWall(lw) {
+			return wall, 0, repeated
+		}
+	}
+	if prev, ok := z.before(cur); ok && prev.offset < cur.offset && at-cur.start < cur.offset-prev.offset {
+		gap := cur.offset - prev.offset
+		for _, p := range c.crons {
+			if p.matchesWall(lw - gap) {
+				return time.Unix(lw-gap, 0).UTC(), time.Duration(gap) * time.Second, false
+			}
+		}
+	}
+	return wall, 0, repeated
+}

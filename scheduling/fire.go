@@ -118,9 +118,17 @@ func (s *Service) skip(ctx context.Context, rec *recorder, sch *models.ClaimedSc
 	sch.LastSkipReason = &reason
 	sch.LastSkippedAt = ptrTime(rec.now)
 	s.remember(sch, models.RecentAction{Outcome: OutcomeSkipped, Reason: reason, InstanceID: req.instanceID}, req, rec.now)
+	// The occurrence and its instance ID let the occurrence ledger tell
+	// which occurrence a skip was (the skips index is on the instance ID).
+	// A manual fire has no occurrence, and its unused ID would be noise.
+	instanceID := req.instanceID
+	if req.kind == kindManual {
+		instanceID = ""
+	}
 	err := rec.record(ctx, &sch.Schedule, EventScheduleTriggerSkipped, map[string]any{
 		"reason": reason, "skipped_trigger_count": sch.SkippedTriggerCount, "last_skipped_at": FormatTime(rec.now),
-	}, "", "")
+		"occurrence_time": FormatTime(req.occurrence),
+	}, instanceID, "")
 	return FireResult{Outcome: OutcomeSkipped, Reason: reason, BufferDepth: sch.BufferDepth}, err
 }
 

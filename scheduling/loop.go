@@ -14,6 +14,7 @@ type LoopResult struct {
 	Rows    []TickRow
 	Expired int                // attempts failed or timed out by the deadline sweep
 	Paused  []string           // namespace/schedule_id paused for consecutive failures
+	Resumed []string           // namespace/schedule_id whose timed pause ended
 	Deleted models.DeletedRows // rows retention deleted
 }
 
@@ -56,6 +57,13 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 		limit = DefaultTickLimit
 	}
 	var res LoopResult
+	// Timed pauses that ended resume first, so their next fire is due
+	// from this pass on.
+	resumed, err := l.Service.ResumeDue(ctx, limit)
+	res.Resumed = resumed
+	if err != nil {
+		return res, err
+	}
 	// Pause failing schedules first, so that they do not fire again.
 	paused, err := l.Service.PauseFailing(ctx, limit)
 	res.Paused = paused

@@ -114,6 +114,8 @@ type CreateInput struct {
 	// PauseAfterFailures pauses the schedule after that many consecutive
 	// unsuccessful runs (1-100); nil never does.
 	PauseAfterFailures *int
+	// CatchupWindowSeconds is the missed-fire policy; nil is Part I's rule.
+	CatchupWindowSeconds *int
 }
 
 // Create validates and stores a schedule, recording ScheduleCreated (and
@@ -146,6 +148,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	in.Action.RetryPolicy = normalizeRetryPolicy(in.Action.RetryPolicy)
 	validateAction(v, in.Action)
 	validatePauseAfterFailures(v, in.PauseAfterFailures)
+	validateCatchupWindow(v, in.CatchupWindowSeconds)
 	if !validPolicy(in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
 	}
@@ -162,27 +165,28 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 
 	sch := &models.Schedule{
-		ID:                 s.ids.newAt(now),
-		Namespace:          in.Namespace,
-		ScheduleID:         in.ScheduleID,
-		Status:             models.StatusActive,
-		Spec:               normalizeSpec(in.Spec),
-		Action:             in.Action,
-		OverlapPolicy:      in.OverlapPolicy,
-		JitterSeconds:      in.JitterSeconds,
-		MaxRuns:            in.MaxRuns,
-		RemainingActions:   in.MaxRuns,
-		Connection:         in.Connection,
-		Queue:              in.Queue,
-		Labels:             nonNilMap(in.Labels),
-		Memo:               nonNilMap(in.Memo),
-		SearchAttributes:   nonNilMap(in.SearchAttributes),
-		Note:               in.Note,
-		PauseAfterFailures: in.PauseAfterFailures,
-		BufferedActions:    []models.BufferedAction{},
-		RecentActions:      []models.RecentAction{},
-		CreatedAt:          now,
-		UpdatedAt:          now,
+		ID:                   s.ids.newAt(now),
+		Namespace:            in.Namespace,
+		ScheduleID:           in.ScheduleID,
+		Status:               models.StatusActive,
+		Spec:                 normalizeSpec(in.Spec),
+		Action:               in.Action,
+		OverlapPolicy:        in.OverlapPolicy,
+		JitterSeconds:        in.JitterSeconds,
+		MaxRuns:              in.MaxRuns,
+		RemainingActions:     in.MaxRuns,
+		Connection:           in.Connection,
+		Queue:                in.Queue,
+		Labels:               nonNilMap(in.Labels),
+		Memo:                 nonNilMap(in.Memo),
+		SearchAttributes:     nonNilMap(in.SearchAttributes),
+		Note:                 in.Note,
+		PauseAfterFailures:   in.PauseAfterFailures,
+		CatchupWindowSeconds: in.CatchupWindowSeconds,
+		BufferedActions:      []models.BufferedAction{},
+		RecentActions:        []models.RecentAction{},
+		CreatedAt:            now,
+		UpdatedAt:            now,
 	}
 	s.scheduleNext(sch, compiled, now)
 	if sch.NextFireAt == nil {
@@ -372,15 +376,25 @@ func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *
 		case models.StatusActive:
 			return conflict("schedule_not_paused", "schedule %q is not paused", scheduleID)
 		}
-		compiled, err := Compile(sch.Spec)
-		if err != nil {
-			return fmt.Errorf("compile stored spec of %s: %w", scheduleID, err)
-		}
-		sch.Status = models.StatusActive
-		sch.PausedAt, sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil, nil
-		s.scheduleNext(&sch.Schedule, compiled, rec.now)
-		return rec.record(ctx, &sch.Schedule, EventScheduleResumed, map[string]any{"next_fire_at": timeOrNil(sch.NextFireAt)}, "", "")
+		return s.resumeLocked(ctx, rec, &sch.Schedule, nil)
 	})
+}
+
+// resumeLocked resumes a locked paused schedule from now. until is the
+// pause's end when the scheduler resumes it for that (ResumeDue).
+func (s *Service) resumeLocked(ctx context.Context, rec *recorder, sch *models.Schedule, until *time.Time) error {
+	compiled, err := Compile(sch.Spec)
+	if err != nil {
+		return fmt.Errorf("compile stored spec of %s: %w", sch.ScheduleID, err)
+	}
+	sch.Status = models.StatusActive
+	sch.PausedAt, sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil, nil
+	s.scheduleNext(sch, compiled, rec.now)
+	payload := map[string]any{"next_fire_at": timeOrNil(sch.NextFireAt)}
+	if until != nil {
+		payload["paused_until"] = FormatTime(*until)
+	}
+	return rec.record(ctx, sch, EventScheduleResumed, payload, "", "")
 }
 
 // Delete soft-deletes a schedule. Deleting a deleted schedule changes

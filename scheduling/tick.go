@@ -218,20 +218,45 @@ func (s *Service) duePhase(claim func(ctx context.Context, tx bun.Tx, now time.T
 			if err != nil {
 				return TickRow{}, fmt.Errorf("compile stored spec: %w", err)
 			}
-			occurrence := sch.NextFireAt.UTC()
 			nominal := nominalOf(sch)
-			res, err := s.fire(ctx, tx, rec, sch, fireRequest{
-				kind: kindScheduled, instanceID: scheduledInstanceID(sch.ScheduleID, nominal), occurrence: occurrence, policy: sch.OverlapPolicy,
-			})
-			if err != nil {
+			// Missed-fire policy (SPEC §12): the drops are counted first, in
+			// one event, then the kept occurrences fire in order, each
+			// through the overlap policy.
+			plan := planCatchup(compiled, nominal, rec.now, sch.CatchupWindowSeconds)
+			if err := s.recordMissed(ctx, rec, sch, plan); err != nil {
 				return TickRow{}, err
 			}
-			// Missed-fire policy: one fire for the overdue occurrence, then
-			// continue from now (backfill covers the ones in between).
-			if sch.Status == models.StatusActive {
-				s.scheduleNext(&sch.Schedule, compiled, rec.now)
+			first := FireResult{Outcome: OutcomeSkipped, Reason: SkipMissed}
+			occurrence := nominal
+			for i, at := range plan.fire {
+				fireAt := at
+				if at.Equal(nominal) {
+					fireAt = sch.NextFireAt.UTC() // the jittered instant it was due at
+				}
+				res, err := s.fire(ctx, tx, rec, sch, fireRequest{
+					kind: kindScheduled, instanceID: scheduledInstanceID(sch.ScheduleID, at), occurrence: fireAt, policy: sch.OverlapPolicy,
+				})
+				if err != nil {
+					return TickRow{}, err
+				}
+				if i == 0 {
+					first, occurrence = res, fireAt
+				}
+				if sch.Status != models.StatusActive {
+					break // max_runs exhausted it
+				}
 			}
-			return s.saveRow(ctx, rec, sch, res, occurrence, "")
+			if sch.Status == models.StatusActive {
+				if plan.resumeAt != nil {
+					// The rest of the window waits for the next tick; it is
+					// due already, so no jitter delays it further.
+					at := *plan.resumeAt
+					sch.NextNominalAt, sch.NextFireAt = &at, ptrTime(at)
+				} else {
+					s.scheduleNext(&sch.Schedule, compiled, rec.now)
+				}
+			}
+			return s.saveRow(ctx, rec, sch, first, occurrence, "")
 		},
 		onError: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
 			occurrence := sch.NextFireAt.UTC()

@@ -27,18 +27,19 @@ type Nullable[T any] struct {
 // UpdateInput is a partial update: nil pointers (and unset Nullables) leave
 // their field alone; Spec and Action replace the whole object when given.
 type UpdateInput struct {
-	Spec               *models.Spec
-	Action             *models.Action
-	OverlapPolicy      *string
-	JitterSeconds      *int
-	MaxRuns            Nullable[int64]
-	Connection         Nullable[string]
-	Queue              Nullable[string]
-	Labels             *map[string]string
-	Memo               *map[string]string
-	SearchAttributes   *map[string]string
-	Note               *string
-	PauseAfterFailures Nullable[int]
+	Spec                 *models.Spec
+	Action               *models.Action
+	OverlapPolicy        *string
+	JitterSeconds        *int
+	MaxRuns              Nullable[int64]
+	Connection           Nullable[string]
+	Queue                Nullable[string]
+	Labels               *map[string]string
+	Memo                 *map[string]string
+	SearchAttributes     *map[string]string
+	Note                 *string
+	PauseAfterFailures   Nullable[int]
+	CatchupWindowSeconds Nullable[int]
 }
 
 // Update changes the given fields and records ScheduleUpdated with exactly
@@ -121,7 +122,8 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 		JitterSeconds: &in.JitterSeconds, MaxRuns: Nullable[int64]{Set: true, Value: in.MaxRuns},
 		Connection: Nullable[string]{Set: true, Value: in.Connection}, Queue: Nullable[string]{Set: true, Value: in.Queue},
 		Labels: &labels, Memo: &memo, SearchAttributes: &attrs, Note: &in.Note,
-		PauseAfterFailures: Nullable[int]{Set: true, Value: in.PauseAfterFailures}}, now)
+		PauseAfterFailures:   Nullable[int]{Set: true, Value: in.PauseAfterFailures},
+		CatchupWindowSeconds: Nullable[int]{Set: true, Value: in.CatchupWindowSeconds}}, now)
 	var fields *ValidationError
 	switch {
 	case errors.As(err, &fields) && fields.Code == "validation_failed":
@@ -174,6 +176,9 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 	}
 	if in.PauseAfterFailures.Set {
 		validatePauseAfterFailures(v, in.PauseAfterFailures.Value)
+	}
+	if in.CatchupWindowSeconds.Set {
+		validateCatchupWindow(v, in.CatchupWindowSeconds.Value)
 	}
 	if in.OverlapPolicy != nil && !validPolicy(*in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
@@ -250,6 +255,11 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 			sch.PauseAfterFailures = in.PauseAfterFailures.Value
 		})
 	}
+	if in.CatchupWindowSeconds.Set {
+		set("catchup_window_seconds", !reflect.DeepEqual(sch.CatchupWindowSeconds, in.CatchupWindowSeconds.Value), func() {
+			sch.CatchupWindowSeconds = in.CatchupWindowSeconds.Value
+		})
+	}
 	if in.Labels != nil {
 		m := nonNilMap(*in.Labels)
 		set("labels", !reflect.DeepEqual(sch.Labels, m), func() { sch.Labels = m })
@@ -296,7 +306,7 @@ type FieldChange struct {
 // console's edit form order, then what only the API can set.
 var DiffFields = []string{"cron_expressions", "intervals", "timezone", "workflow_type", "workflow_class", "input",
 	"execution_timeout_seconds", "run_timeout_seconds", "retry_policy", "overlap_policy", "jitter_seconds", "max_runs",
-	"pause_after_failures", "connection", "queue", "labels", "memo", "search_attributes", "note"}
+	"pause_after_failures", "catchup_window_seconds", "connection", "queue", "labels", "memo", "search_attributes", "note"}
 
 // DiffSchedules lists the fields whose display value differs between two
 // versions of a schedule.
@@ -341,8 +351,9 @@ func FieldValues(s *models.Schedule) map[string]string {
 		"execution_timeout_seconds": int64Text(s.Action.ExecutionTimeoutSeconds), "run_timeout_seconds": int64Text(s.Action.RunTimeoutSeconds),
 		"retry_policy":   retryPolicyText(s.Action.RetryPolicy),
 		"overlap_policy": s.OverlapPolicy, "jitter_seconds": strconv.Itoa(s.JitterSeconds), "max_runs": int64Text(s.MaxRuns),
-		"pause_after_failures": intText(s.PauseAfterFailures),
-		"connection":           derefText(s.Connection), "queue": derefText(s.Queue),
+		"pause_after_failures":   intText(s.PauseAfterFailures),
+		"catchup_window_seconds": intText(s.CatchupWindowSeconds),
+		"connection":             derefText(s.Connection), "queue": derefText(s.Queue),
 		"labels": pairsText(s.Labels), "memo": pairsText(s.Memo), "search_attributes": pairsText(s.SearchAttributes), "note": s.Note,
 	}
 }

@@ -86,6 +86,17 @@ func validatePauseAfterFailures(v *ValidationError, n *int) {
 	}
 }
 
+// MaxCatchupWindowSeconds bounds catchup_window_seconds at 7 days: the
+// occurrence ledger's default window, and longer than any downtime worth
+// catching up on by itself rather than by a deliberate backfill.
+const MaxCatchupWindowSeconds = 7 * 24 * 60 * 60
+
+func validateCatchupWindow(v *ValidationError, n *int) {
+	if n != nil && (*n < 1 || *n > MaxCatchupWindowSeconds) {
+		v.Add("catchup_window_seconds", fmt.Sprintf("must be between 1 and %d (7 days), or null", MaxCatchupWindowSeconds))
+	}
+}
+
 // MaxTimeoutSeconds caps run deadlines at ten years (of 365 days): longer
 // ones mean "never", which null says, and seconds near the int64 limit
 // overflowed into a deadline before the run was created.

@@ -48,6 +48,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.POST("/schedules/:schedule_id/backfill", api.BackfillSchedule, operate)
 		a.GET("/schedules/:schedule_id/history", api.ScheduleHistory, read)
 		a.GET("/schedules/:schedule_id/runs", api.ScheduleRuns, read)
+		a.GET("/schedules/:schedule_id/occurrences", api.ScheduleOccurrences, read)
 		a.GET("/runs", api.ListRuns, read)
 		a.GET("/runs/:run_id", api.GetRun, read)
 		a.POST("/runs/:run_id/cancel", api.CancelRun, operate)
