@@ -148,6 +148,7 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 		}
 		triggered := map[string]auditRow{} // by occurrence_time
 		var created *auditRow
+		counted := 0 // occurrences the scheduler said it dropped (missed_occurrences skips)
 		for i, e := range evs {
 			if e.Sequence != int64(i+1) {
 				fail("audit sequence %d at position %d: sequences must be 1, 2, 3, …", e.Sequence, i+1)
@@ -167,6 +168,14 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 					fail("occurrence %s fired twice: audit events %d and %d", occ, prev.Sequence, e.Sequence)
 				}
 				triggered[occ] = e
+			case "ScheduleTriggerSkipped":
+				// The missed-fire policy counts what downtime dropped; any
+				// other skip is a fire that should have happened.
+				if p["reason"] != "missed_occurrences" {
+					fail("unexpected skip event %d: %s", e.Sequence, e.Payload)
+				}
+				n, _ := p["missed_count"].(float64)
+				counted += int(n)
 			default:
 				fail("unexpected %s event %d: %s", e.EventType, e.Sequence, e.Payload)
 			}
@@ -175,13 +184,13 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			fail("fires_count %d, ScheduleTriggered events %d, runs %d, instances %d: all four must agree",
 				s.FiresCount, len(triggered), len(rs), len(insts))
 		}
-		if s.StartFailuresCount != 0 || s.SkippedTriggerCount != 0 {
+		if s.StartFailuresCount != 0 || s.SkippedTriggerCount != int64(counted) {
 			reason := ""
 			if s.LastSkipReason != nil {
 				reason = *s.LastSkipReason
 			}
-			fail("failures_count %d, skipped_trigger_count %d (last skip reason %q): want 0 and 0",
-				s.StartFailuresCount, s.SkippedTriggerCount, reason)
+			fail("start_failures_count %d, skipped_trigger_count %d (last skip reason %q): want 0 and %d (the missed occurrences counted)",
+				s.StartFailuresCount, s.SkippedTriggerCount, reason, counted)
 		}
 		if created == nil {
 			fail("no ScheduleCreated event")
@@ -205,6 +214,7 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			continue
 		}
 		seenInstance := map[string]bool{}
+		dropped := 0
 		for i, r := range rs {
 			occ := r.OccurrenceTime.UTC()
 			if want := "schedule:" + s.ScheduleID + ":" + strconv.FormatInt(occ.Unix(), 10); r.InstanceID != want {
@@ -237,7 +247,7 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			}
 			if i > 0 {
 				if missed, err := compiled.Between(rs[i-1].OccurrenceTime.Add(time.Second), occ, 1_000_000); err == nil {
-					stats.Dropped += len(missed)
+					dropped += len(missed)
 				}
 			}
 			lag := r.CreatedAt.Sub(occ)
@@ -257,7 +267,18 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 		} else if s.NextNominalAt == nil || !s.NextNominalAt.Equal(expected) {
 			fail("stored next occurrence %v, want %s (Next of the last fire)", s.NextNominalAt, expected)
 		}
+		if n := len(rs); n > 0 {
+			// The last fire dropped what lay between it and the next one.
+			if missed, err := compiled.Between(rs[n-1].OccurrenceTime.Add(time.Second), expected, 1_000_000); err == nil {
+				dropped += len(missed)
+			}
+		}
 		stats.Fires += len(rs)
+		stats.Dropped += dropped
+		// Every occurrence dropped between two fires was counted.
+		if counted != dropped {
+			fail("the missed-occurrences skips count %d dropped occurrences; the gaps between fires hold %d", counted, dropped)
+		}
 	}
 	slices.Sort(lags)
 	if n := len(lags); n > 0 {
