@@ -75,48 +75,49 @@ func deref(s *string) string {
 
 // Schedule is the describe object of SPEC §2.
 type Schedule struct {
-	ID                  string            `json:"id"`
-	ScheduleID          string            `json:"schedule_id"`
-	Namespace           string            `json:"namespace"`
-	Status              string            `json:"status"`
-	Spec                models.Spec       `json:"spec"`
-	Action              models.Action     `json:"action"`
-	OverlapPolicy       string            `json:"overlap_policy"`
-	JitterSeconds       int               `json:"jitter_seconds"`
-	MaxRuns             *int64            `json:"max_runs"`
-	RemainingActions    *int64            `json:"remaining_actions"`
-	Connection          *string           `json:"connection"`
-	Queue               *string           `json:"queue"`
-	Labels              map[string]string `json:"labels"`
-	Memo                map[string]string `json:"memo"`
-	SearchAttributes    map[string]string `json:"search_attributes"`
-	Note                string            `json:"note"`
-	FiresCount          int64             `json:"fires_count"`
-	PauseAfterFailures  *int              `json:"pause_after_failures"`
-	LastRun             *LastRun          `json:"last_run"`
-	ConsecutiveFailures int64             `json:"consecutive_failures"`
-	FailuresCount       int64             `json:"failures_count"`
-	StartFailuresCount  int64             `json:"start_failures_count"`
-	RecentRuns          []RecentRun       `json:"recent_runs"`
-	SkippedTriggerCount int64             `json:"skipped_trigger_count"`
-	LastSkipReason      *string           `json:"last_skip_reason"`
-	LastSkippedAt       *Time             `json:"last_skipped_at"`
-	NextFireAt          *Time             `json:"next_fire_at"`
-	NextNominalAt       *Time             `json:"next_nominal_at"`
-	LastFiredAt         *Time             `json:"last_fired_at"`
-	LatestInstanceID    *string           `json:"latest_instance_id"`
-	LatestRunID         *string           `json:"latest_run_id"`
-	BufferedActions     []BufferedAction  `json:"buffered_actions"`
-	RecentActions       []RecentAction    `json:"recent_actions"`
-	PausedAt            *Time             `json:"paused_at"`
-	PauseReason         *string           `json:"pause_reason"`
-	PausedBy            *string           `json:"paused_by"`
-	PausedUntil         *Time             `json:"paused_until"`
-	DeletedAt           *Time             `json:"deleted_at"`
-	CreatedAt           Time              `json:"created_at"`
-	UpdatedAt           Time              `json:"updated_at"`
-	FutureFireTimes     []Time            `json:"future_fire_times,omitempty"`
-	SpecDescription     string            `json:"spec_description,omitempty"`
+	ID                   string            `json:"id"`
+	ScheduleID           string            `json:"schedule_id"`
+	Namespace            string            `json:"namespace"`
+	Status               string            `json:"status"`
+	Spec                 models.Spec       `json:"spec"`
+	Action               models.Action     `json:"action"`
+	OverlapPolicy        string            `json:"overlap_policy"`
+	JitterSeconds        int               `json:"jitter_seconds"`
+	MaxRuns              *int64            `json:"max_runs"`
+	RemainingActions     *int64            `json:"remaining_actions"`
+	Connection           *string           `json:"connection"`
+	Queue                *string           `json:"queue"`
+	Labels               map[string]string `json:"labels"`
+	Memo                 map[string]string `json:"memo"`
+	SearchAttributes     map[string]string `json:"search_attributes"`
+	Note                 string            `json:"note"`
+	FiresCount           int64             `json:"fires_count"`
+	PauseAfterFailures   *int              `json:"pause_after_failures"`
+	StartDeadlineSeconds *int64            `json:"start_deadline_seconds"`
+	LastRun              *LastRun          `json:"last_run"`
+	ConsecutiveFailures  int64             `json:"consecutive_failures"`
+	FailuresCount        int64             `json:"failures_count"`
+	StartFailuresCount   int64             `json:"start_failures_count"`
+	RecentRuns           []RecentRun       `json:"recent_runs"`
+	SkippedTriggerCount  int64             `json:"skipped_trigger_count"`
+	LastSkipReason       *string           `json:"last_skip_reason"`
+	LastSkippedAt        *Time             `json:"last_skipped_at"`
+	NextFireAt           *Time             `json:"next_fire_at"`
+	NextNominalAt        *Time             `json:"next_nominal_at"`
+	LastFiredAt          *Time             `json:"last_fired_at"`
+	LatestInstanceID     *string           `json:"latest_instance_id"`
+	LatestRunID          *string           `json:"latest_run_id"`
+	BufferedActions      []BufferedAction  `json:"buffered_actions"`
+	RecentActions        []RecentAction    `json:"recent_actions"`
+	PausedAt             *Time             `json:"paused_at"`
+	PauseReason          *string           `json:"pause_reason"`
+	PausedBy             *string           `json:"paused_by"`
+	PausedUntil          *Time             `json:"paused_until"`
+	DeletedAt            *Time             `json:"deleted_at"`
+	CreatedAt            Time              `json:"created_at"`
+	UpdatedAt            Time              `json:"updated_at"`
+	FutureFireTimes      []Time            `json:"future_fire_times,omitempty"`
+	SpecDescription      string            `json:"spec_description,omitempty"`
 }
 
 // FromSchedule renders a schedule.
@@ -126,7 +127,7 @@ func FromSchedule(s *models.Schedule) Schedule {
 		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
 		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
 		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
-		PauseAfterFailures: s.PauseAfterFailures, ConsecutiveFailures: s.Health.ConsecutiveFailures,
+		PauseAfterFailures: s.PauseAfterFailures, StartDeadlineSeconds: s.StartDeadlineSeconds, ConsecutiveFailures: s.Health.ConsecutiveFailures,
 		FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
@@ -457,6 +458,9 @@ type CreateSchedule struct {
 	// PauseAfterFailures pauses the schedule after that many consecutive
 	// unsuccessful runs; nil never does.
 	PauseAfterFailures *int `json:"pause_after_failures,omitempty"`
+	// StartDeadlineSeconds reports runs still pending that long after
+	// their occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64 `json:"start_deadline_seconds,omitempty"`
 }
 
 // Input is the service's form of a create body in namespace: the one
@@ -472,27 +476,28 @@ func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
 	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action,
 		OverlapPolicy: c.OverlapPolicy, JitterSeconds: c.JitterSeconds, MaxRuns: c.MaxRuns, Connection: c.Connection,
 		Queue: c.Queue, Labels: c.Labels, Memo: c.Memo, SearchAttributes: c.SearchAttributes, Note: c.Note, Paused: c.Paused,
-		PauseAfterFailures: c.PauseAfterFailures}
+		PauseAfterFailures: c.PauseAfterFailures, StartDeadlineSeconds: c.StartDeadlineSeconds}
 }
 
 // NullableFields are the PATCH fields that an explicit null clears.
-var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures"}
+var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures", "start_deadline_seconds"}
 
 // SchedulePatch is the body of PATCH /schedules/{id}: nil fields are left
 // out (unchanged); Clear names nullable fields to send as null.
 type SchedulePatch struct {
-	Spec               *models.Spec       `json:"spec,omitempty"`
-	Action             *models.Action     `json:"action,omitempty"`
-	OverlapPolicy      *string            `json:"overlap_policy,omitempty"`
-	JitterSeconds      *int               `json:"jitter_seconds,omitempty"`
-	MaxRuns            *int64             `json:"max_runs,omitempty"`
-	Connection         *string            `json:"connection,omitempty"`
-	Queue              *string            `json:"queue,omitempty"`
-	Labels             *map[string]string `json:"labels,omitempty"`
-	Memo               *map[string]string `json:"memo,omitempty"`
-	SearchAttributes   *map[string]string `json:"search_attributes,omitempty"`
-	Note               *string            `json:"note,omitempty"`
-	PauseAfterFailures *int               `json:"pause_after_failures,omitempty"`
+	Spec                 *models.Spec       `json:"spec,omitempty"`
+	Action               *models.Action     `json:"action,omitempty"`
+	OverlapPolicy        *string            `json:"overlap_policy,omitempty"`
+	JitterSeconds        *int               `json:"jitter_seconds,omitempty"`
+	MaxRuns              *int64             `json:"max_runs,omitempty"`
+	Connection           *string            `json:"connection,omitempty"`
+	Queue                *string            `json:"queue,omitempty"`
+	Labels               *map[string]string `json:"labels,omitempty"`
+	Memo                 *map[string]string `json:"memo,omitempty"`
+	SearchAttributes     *map[string]string `json:"search_attributes,omitempty"`
+	Note                 *string            `json:"note,omitempty"`
+	PauseAfterFailures   *int               `json:"pause_after_failures,omitempty"`
+	StartDeadlineSeconds *int64             `json:"start_deadline_seconds,omitempty"`
 	// Clear lists fields of NullableFields to set to null.
 	Clear []string `json:"-"`
 }
@@ -533,6 +538,9 @@ func (p SchedulePatch) Input() scheduling.UpdateInput {
 	if p.PauseAfterFailures != nil || cleared("pause_after_failures") {
 		in.PauseAfterFailures = scheduling.Nullable[int]{Set: true, Value: p.PauseAfterFailures}
 	}
+	if p.StartDeadlineSeconds != nil || cleared("start_deadline_seconds") {
+		in.StartDeadlineSeconds = scheduling.Nullable[int64]{Set: true, Value: p.StartDeadlineSeconds}
+	}
 	return in
 }
 
@@ -540,7 +548,7 @@ func (p SchedulePatch) Input() scheduling.UpdateInput {
 func (p SchedulePatch) Empty() bool {
 	return p.Spec == nil && p.Action == nil && p.OverlapPolicy == nil && p.JitterSeconds == nil && p.MaxRuns == nil &&
 		p.Connection == nil && p.Queue == nil && p.Labels == nil && p.Memo == nil && p.SearchAttributes == nil &&
-		p.Note == nil && p.PauseAfterFailures == nil && len(p.Clear) == 0
+		p.Note == nil && p.PauseAfterFailures == nil && p.StartDeadlineSeconds == nil && len(p.Clear) == 0
 }
 
 // FieldChange is one field an update changes, in display spelling.

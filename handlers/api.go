@@ -171,7 +171,7 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 // and an explicit null differ (null clears max_runs, connection, queue).
 func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error) {
 	var in scheduling.UpdateInput
-	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true, "pause_after_failures": true}
+	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true, "pause_after_failures": true, "start_deadline_seconds": true}
 	for key, value := range raw {
 		if string(value) == "null" && !nullable[key] {
 			if _, known := updateFields[key]; known {
@@ -200,6 +200,9 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 		case "pause_after_failures":
 			in.PauseAfterFailures.Set = true
 			err = strictUnmarshal(value, &in.PauseAfterFailures.Value)
+		case "start_deadline_seconds":
+			in.StartDeadlineSeconds.Set = true
+			err = strictUnmarshal(value, &in.StartDeadlineSeconds.Value)
 		case "labels":
 			err = strictUnmarshal(value, &in.Labels)
 		case "memo":
@@ -220,7 +223,7 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 
 // updateFields are the fields PATCH accepts.
 var updateFields = map[string]struct{}{"spec": {}, "action": {}, "overlap_policy": {}, "jitter_seconds": {}, "max_runs": {},
-	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}, "pause_after_failures": {}}
+	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}, "pause_after_failures": {}, "start_deadline_seconds": {}}
 
 func strictUnmarshal(data []byte, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(data)))

@@ -81,34 +81,37 @@ type RecentAction struct {
 type Schedule struct {
 	bun.BaseModel `bun:"table:workflow_schedules,alias:s"`
 
-	ID                  string            `bun:"id,pk"`
-	Namespace           string            `bun:"namespace,notnull"`
-	ScheduleID          string            `bun:"schedule_id,notnull"`
-	Status              string            `bun:"status,notnull"`
-	Spec                Spec              `bun:"spec,type:jsonb,notnull"`
-	Action              Action            `bun:"action,type:jsonb,notnull"`
-	OverlapPolicy       string            `bun:"overlap_policy,notnull"`
-	JitterSeconds       int               `bun:"jitter_seconds,notnull"`
-	MaxRuns             *int64            `bun:"max_runs"`
-	RemainingActions    *int64            `bun:"remaining_actions"`
-	Connection          *string           `bun:"connection"`
-	Queue               *string           `bun:"queue"`
-	Labels              map[string]string `bun:"labels,type:jsonb,notnull"`
-	Memo                map[string]string `bun:"memo,type:jsonb,notnull"`
-	SearchAttributes    map[string]string `bun:"search_attributes,type:jsonb,notnull"`
-	Note                string            `bun:"note,notnull"`
-	FiresCount          int64             `bun:"fires_count,notnull"`
-	StartFailuresCount  int64             `bun:"start_failures_count,notnull"` // fires that could not start
-	PauseAfterFailures  *int              `bun:"pause_after_failures"`
-	SkippedTriggerCount int64             `bun:"skipped_trigger_count,notnull"`
-	LastSkipReason      *string           `bun:"last_skip_reason"`
-	LastSkippedAt       *time.Time        `bun:"last_skipped_at"`
-	NextFireAt          *time.Time        `bun:"next_fire_at"`
-	NextNominalAt       *time.Time        `bun:"next_nominal_at"`
-	LastFiredAt         *time.Time        `bun:"last_fired_at"`
-	LatestInstanceID    *string           `bun:"latest_instance_id"`
-	LatestRunID         *string           `bun:"latest_run_id"`
-	BufferedActions     []BufferedAction  `bun:"buffered_actions,type:jsonb,notnull"`
+	ID                 string            `bun:"id,pk"`
+	Namespace          string            `bun:"namespace,notnull"`
+	ScheduleID         string            `bun:"schedule_id,notnull"`
+	Status             string            `bun:"status,notnull"`
+	Spec               Spec              `bun:"spec,type:jsonb,notnull"`
+	Action             Action            `bun:"action,type:jsonb,notnull"`
+	OverlapPolicy      string            `bun:"overlap_policy,notnull"`
+	JitterSeconds      int               `bun:"jitter_seconds,notnull"`
+	MaxRuns            *int64            `bun:"max_runs"`
+	RemainingActions   *int64            `bun:"remaining_actions"`
+	Connection         *string           `bun:"connection"`
+	Queue              *string           `bun:"queue"`
+	Labels             map[string]string `bun:"labels,type:jsonb,notnull"`
+	Memo               map[string]string `bun:"memo,type:jsonb,notnull"`
+	SearchAttributes   map[string]string `bun:"search_attributes,type:jsonb,notnull"`
+	Note               string            `bun:"note,notnull"`
+	FiresCount         int64             `bun:"fires_count,notnull"`
+	StartFailuresCount int64             `bun:"start_failures_count,notnull"` // fires that could not start
+	PauseAfterFailures *int              `bun:"pause_after_failures"`
+	// StartDeadlineSeconds reports a run still pending this long after its
+	// occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64           `bun:"start_deadline_seconds"`
+	SkippedTriggerCount  int64            `bun:"skipped_trigger_count,notnull"`
+	LastSkipReason       *string          `bun:"last_skip_reason"`
+	LastSkippedAt        *time.Time       `bun:"last_skipped_at"`
+	NextFireAt           *time.Time       `bun:"next_fire_at"`
+	NextNominalAt        *time.Time       `bun:"next_nominal_at"`
+	LastFiredAt          *time.Time       `bun:"last_fired_at"`
+	LatestInstanceID     *string          `bun:"latest_instance_id"`
+	LatestRunID          *string          `bun:"latest_run_id"`
+	BufferedActions      []BufferedAction `bun:"buffered_actions,type:jsonb,notnull"`
 	// BufferDepth mirrors len(BufferedActions) so that the drain phase can use
 	// a partial index instead of inspecting JSON.
 	BufferDepth   int            `bun:"buffer_depth,notnull"`

@@ -42,6 +42,8 @@ type Config struct {
 	// BackfillBatch is how many occurrences one backfill transaction
 	// starts at most; DefaultBackfillBatch if zero.
 	BackfillBatch int
+	// Notify configures notifications (SPEC §11).
+	Notify NotifyConfig
 }
 
 // Service is the one implementation of every schedule operation; the JSON
@@ -56,11 +58,12 @@ type Service struct {
 	backfillBatch int
 	ids           *ids
 	wakeups       wakeups
+	notify        NotifyConfig
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs()}
+	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs(), notify: cfg.Notify.withDefaults()}
 	if s.clock == nil {
 		s.clock = SystemClock{}
 	}
@@ -114,6 +117,9 @@ type CreateInput struct {
 	// PauseAfterFailures pauses the schedule after that many consecutive
 	// unsuccessful runs (1-100); nil never does.
 	PauseAfterFailures *int
+	// StartDeadlineSeconds reports a run still pending that long after its
+	// occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64
 }
 
 // Create validates and stores a schedule, recording ScheduleCreated (and
@@ -146,6 +152,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	in.Action.RetryPolicy = normalizeRetryPolicy(in.Action.RetryPolicy)
 	validateAction(v, in.Action)
 	validatePauseAfterFailures(v, in.PauseAfterFailures)
+	validateStartDeadline(v, in.StartDeadlineSeconds)
 	if !validPolicy(in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
 	}
@@ -162,27 +169,28 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 
 	sch := &models.Schedule{
-		ID:                 s.ids.newAt(now),
-		Namespace:          in.Namespace,
-		ScheduleID:         in.ScheduleID,
-		Status:             models.StatusActive,
-		Spec:               normalizeSpec(in.Spec),
-		Action:             in.Action,
-		OverlapPolicy:      in.OverlapPolicy,
-		JitterSeconds:      in.JitterSeconds,
-		MaxRuns:            in.MaxRuns,
-		RemainingActions:   in.MaxRuns,
-		Connection:         in.Connection,
-		Queue:              in.Queue,
-		Labels:             nonNilMap(in.Labels),
-		Memo:               nonNilMap(in.Memo),
-		SearchAttributes:   nonNilMap(in.SearchAttributes),
-		Note:               in.Note,
-		PauseAfterFailures: in.PauseAfterFailures,
-		BufferedActions:    []models.BufferedAction{},
-		RecentActions:      []models.RecentAction{},
-		CreatedAt:          now,
-		UpdatedAt:          now,
+		ID:                   s.ids.newAt(now),
+		Namespace:            in.Namespace,
+		ScheduleID:           in.ScheduleID,
+		Status:               models.StatusActive,
+		Spec:                 normalizeSpec(in.Spec),
+		Action:               in.Action,
+		OverlapPolicy:        in.OverlapPolicy,
+		JitterSeconds:        in.JitterSeconds,
+		MaxRuns:              in.MaxRuns,
+		RemainingActions:     in.MaxRuns,
+		Connection:           in.Connection,
+		Queue:                in.Queue,
+		Labels:               nonNilMap(in.Labels),
+		Memo:                 nonNilMap(in.Memo),
+		SearchAttributes:     nonNilMap(in.SearchAttributes),
+		Note:                 in.Note,
+		PauseAfterFailures:   in.PauseAfterFailures,
+		StartDeadlineSeconds: in.StartDeadlineSeconds,
+		BufferedActions:      []models.BufferedAction{},
+		RecentActions:        []models.RecentAction{},
+		CreatedAt:            now,
+		UpdatedAt:            now,
 	}
 	s.scheduleNext(sch, compiled, now)
 	if sch.NextFireAt == nil {

@@ -39,6 +39,8 @@ type UpdateInput struct {
 	SearchAttributes   *map[string]string
 	Note               *string
 	PauseAfterFailures Nullable[int]
+	// StartDeadlineSeconds applies to runs started after the change.
+	StartDeadlineSeconds Nullable[int64]
 }
 
 // Update changes the given fields and records ScheduleUpdated with exactly
@@ -121,7 +123,8 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 		JitterSeconds: &in.JitterSeconds, MaxRuns: Nullable[int64]{Set: true, Value: in.MaxRuns},
 		Connection: Nullable[string]{Set: true, Value: in.Connection}, Queue: Nullable[string]{Set: true, Value: in.Queue},
 		Labels: &labels, Memo: &memo, SearchAttributes: &attrs, Note: &in.Note,
-		PauseAfterFailures: Nullable[int]{Set: true, Value: in.PauseAfterFailures}}, now)
+		PauseAfterFailures:   Nullable[int]{Set: true, Value: in.PauseAfterFailures},
+		StartDeadlineSeconds: Nullable[int64]{Set: true, Value: in.StartDeadlineSeconds}}, now)
 	var fields *ValidationError
 	switch {
 	case errors.As(err, &fields) && fields.Code == "validation_failed":
@@ -174,6 +177,9 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 	}
 	if in.PauseAfterFailures.Set {
 		validatePauseAfterFailures(v, in.PauseAfterFailures.Value)
+	}
+	if in.StartDeadlineSeconds.Set {
+		validateStartDeadline(v, in.StartDeadlineSeconds.Value)
 	}
 	if in.OverlapPolicy != nil && !validPolicy(*in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
@@ -250,6 +256,11 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 			sch.PauseAfterFailures = in.PauseAfterFailures.Value
 		})
 	}
+	if in.StartDeadlineSeconds.Set {
+		set("start_deadline_seconds", !reflect.DeepEqual(sch.StartDeadlineSeconds, in.StartDeadlineSeconds.Value), func() {
+			sch.StartDeadlineSeconds = in.StartDeadlineSeconds.Value
+		})
+	}
 	if in.Labels != nil {
 		m := nonNilMap(*in.Labels)
 		set("labels", !reflect.DeepEqual(sch.Labels, m), func() { sch.Labels = m })
@@ -296,7 +307,7 @@ type FieldChange struct {
 // console's edit form order, then what only the API can set.
 var DiffFields = []string{"cron_expressions", "intervals", "timezone", "workflow_type", "workflow_class", "input",
 	"execution_timeout_seconds", "run_timeout_seconds", "retry_policy", "overlap_policy", "jitter_seconds", "max_runs",
-	"pause_after_failures", "connection", "queue", "labels", "memo", "search_attributes", "note"}
+	"pause_after_failures", "start_deadline_seconds", "connection", "queue", "labels", "memo", "search_attributes", "note"}
 
 // DiffSchedules lists the fields whose display value differs between two
 // versions of a schedule.
@@ -341,8 +352,8 @@ func FieldValues(s *models.Schedule) map[string]string {
 		"execution_timeout_seconds": int64Text(s.Action.ExecutionTimeoutSeconds), "run_timeout_seconds": int64Text(s.Action.RunTimeoutSeconds),
 		"retry_policy":   retryPolicyText(s.Action.RetryPolicy),
 		"overlap_policy": s.OverlapPolicy, "jitter_seconds": strconv.Itoa(s.JitterSeconds), "max_runs": int64Text(s.MaxRuns),
-		"pause_after_failures": intText(s.PauseAfterFailures),
-		"connection":           derefText(s.Connection), "queue": derefText(s.Queue),
+		"pause_after_failures": intText(s.PauseAfterFailures), "start_deadline_seconds": int64Text(s.StartDeadlineSeconds),
+		"connection": derefText(s.Connection), "queue": derefText(s.Queue),
 		"labels": pairsText(s.Labels), "memo": pairsText(s.Memo), "search_attributes": pairsText(s.SearchAttributes), "note": s.Note,
 	}
 }
