@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/tidelinehq/tideline/auth"
@@ -29,6 +30,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	tlsCert := fs.String("tls-cert", envOr(e, "TIDELINE_TLS_CERT", ""), "TLS certificate file (with --tls-key): serve HTTPS")
 	tlsKey := fs.String("tls-key", envOr(e, "TIDELINE_TLS_KEY", ""), "TLS private key file")
 	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
+	publicURL := fs.String("public-url", envOr(e, "TIDELINE_PUBLIC_URL", ""), "the console's address as notification receivers should link to it, e.g. https://tideline.example.com (env TIDELINE_PUBLIC_URL; default http://ADDR)")
+	lateAfter := fs.Duration("late-after", scheduling.DefaultLateAfter, "report a fire this much later than its occurrence as fire_late")
+	allowPrivate := fs.Bool("allow-private-notifiers", envOr(e, "TIDELINE_ALLOW_PRIVATE_NOTIFIERS", "") == "1", "let notifiers post to loopback, private and link-local addresses (refused by default: a notifier URL must not reach internal services)")
 	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data (in "+demoSQLiteFile+" unless --database is given; delete that file to reset)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -46,6 +50,14 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if *fireAhead < 0 || *fireAhead > 5*time.Minute {
 		return usagef("invalid --fire-ahead %s: want 0 (off) up to 5m", *fireAhead)
+	}
+	if *lateAfter < time.Second {
+		return usagef("invalid --late-after %s: want at least 1s", *lateAfter)
+	}
+	if *publicURL != "" {
+		if u, err := url.Parse(*publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("invalid --public-url %q: want an absolute http:// or https:// URL", *publicURL)
+		}
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
@@ -75,6 +87,14 @@ func runServe(ctx context.Context, e env, args []string) error {
 		logger.Warn("local mode: no tokens configured; only loopback clients are served")
 	}
 
+	if *publicURL == "" {
+		scheme := "http"
+		if *tlsCert != "" {
+			scheme = "https"
+		}
+		*publicURL = scheme + "://" + cfg.Addr
+	}
+	cfg.Notify = scheduling.NotifyConfig{PublicURL: *publicURL, LateAfter: *lateAfter, AllowPrivate: *allowPrivate}
 	a, err := openApp(ctx, &cfg, logger)
 	if err != nil {
 		return err
@@ -87,6 +107,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m := metrics.New(db)
+	a.service.ObserveNotifications(m.ObserveDelivery)
 	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m,
 		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
 	httpServer := web.NewHTTPServer(srv)

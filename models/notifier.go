@@ -210,15 +210,19 @@ func ListDeliveries(ctx context.Context, db bun.IDB, notifierID, beforeID string
 	return out, more, nil
 }
 
-// CountDeliveries returns the number of deliveries by status (metrics).
-func CountDeliveries(ctx context.Context, db bun.IDB) (map[string]int64, error) {
+// CountOutbox returns the number of deliveries still to be sent, by status
+// (pending, sending): the outbox depth. Only those statuses are counted, so
+// the partial due index answers however long the delivery log grows.
+func CountOutbox(ctx context.Context, db bun.IDB) (map[string]int64, error) {
 	var rows []struct {
 		Status string `bun:"status"`
 		N      int64  `bun:"n"`
 	}
-	err := db.NewSelect().Model((*Delivery)(nil)).ColumnExpr("d.status AS status, count(*) AS n").GroupExpr("d.status").Scan(ctx, &rows)
+	err := db.NewSelect().Model((*Delivery)(nil)).ColumnExpr("d.status AS status, count(*) AS n").
+		Where("d.status IN (?)", bun.In([]string{DeliveryPending, DeliverySending})).Where("d.next_attempt_at IS NOT NULL").
+		GroupExpr("d.status").Scan(ctx, &rows)
 	if err != nil {
-		return nil, fmt.Errorf("count deliveries: %w", err)
+		return nil, fmt.Errorf("count outbox: %w", err)
 	}
 	out := map[string]int64{}
 	for _, r := range rows {

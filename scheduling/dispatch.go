@@ -70,6 +70,12 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 	return c
 }
 
+// ObserveNotifications sets the observer of delivery attempts (metrics).
+// Call it before the loop starts: the dispatcher reads it unguarded.
+func (s *Service) ObserveNotifications(fn func(event, outcome string, took time.Duration)) {
+	s.notify.OnAttempt = fn
+}
+
 // lease is how long a claimed delivery belongs to its dispatcher. It is
 // well above the post's timeout, so a replica only takes a delivery over
 // from one that died, never from one still posting it: no delivery is
