@@ -108,6 +108,13 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.GET("/runs/:run_id", console.Run, cRead)
 	w.POST("/runs/:run_id/cancel", console.CancelRun, cOperate)
 	w.POST("/runs/:run_id/terminate", console.TerminateRun, cOperate)
+	w.GET("/notifiers", console.Notifiers, cAdmin)
+	w.POST("/notifiers", console.CreateNotifier, cAdmin)
+	w.GET("/notifiers/:name", console.Notifier, cAdmin)
+	w.POST("/notifiers/:name", console.UpdateNotifier, cAdmin)
+	w.POST("/notifiers/:name/test", console.TestNotifier, cAdmin)
+	w.POST("/notifiers/:name/rotate", console.RotateNotifierSecret, cAdmin)
+	w.POST("/notifiers/:name/delete", console.DeleteNotifier, cAdmin)
 }
 
 // apiFallback answers API requests no route matches, as JSON like every
