@@ -265,12 +265,15 @@ func (s *Service) TestNotifier(ctx context.Context, namespace, name, actor strin
 		return nil, err
 	}
 	now := s.now()
+	// A test is its own fact: a plain monotonic ULID, so tests sent in one
+	// millisecond still list in the order they were sent.
+	id := s.ids.newAt(now)
 	n := notice{
-		event: notify.EventTest, namespace: namespace, key: notify.EventTest + "|" + s.ids.newAt(now),
+		event: notify.EventTest, namespace: namespace, key: notify.EventTest + "|" + id,
 		summary: fmt.Sprintf("Test notification for notifier %s", nf.Name),
 		details: map[string]any{"requested_by": actor},
 	}
-	d, err := newDelivery(now, nf, &n)
+	d, err := newDelivery(id, now, nf, &n)
 	if err != nil {
 		return nil, err
 	}

@@ -154,7 +154,7 @@ func enqueueNotices(ctx context.Context, tx bun.IDB, now time.Time, notices []no
 			if !selects(nf.LabelSelector, n.labels) {
 				continue
 			}
-			d, err := newDelivery(now, &nf, n)
+			d, err := newDelivery(deliveryID(now, nf.ID, n.key), now, &nf, n)
 			if err != nil {
 				return err
 			}
@@ -164,9 +164,9 @@ func enqueueNotices(ctx context.Context, tx bun.IDB, now time.Time, notices []no
 	return models.InsertDeliveries(ctx, tx, rows)
 }
 
-// newDelivery builds the pending outbox row of one notice for one notifier.
-func newDelivery(now time.Time, nf *models.Notifier, n *notice) (*models.Delivery, error) {
-	id := deliveryID(now, nf.ID, n.key)
+// newDelivery builds the pending outbox row id of one notice for one
+// notifier.
+func newDelivery(id string, now time.Time, nf *models.Notifier, n *notice) (*models.Delivery, error) {
 	doc := notify.Document{
 		Version: notify.Version, ID: id, Event: n.event, OccurredAt: now, Namespace: n.namespace, Notifier: nf.Name,
 		Summary: n.summary, OccurrenceTime: n.occurrence, Run: n.run, Error: n.err, Details: n.details,

@@ -2,8 +2,8 @@ package web_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
