@@ -95,6 +95,7 @@ type Schedule struct {
 	FiresCount           int64             `json:"fires_count"`
 	PauseAfterFailures   *int              `json:"pause_after_failures"`
 	CatchupWindowSeconds *int              `json:"catchup_window_seconds"`
+	StartDeadlineSeconds *int64            `json:"start_deadline_seconds"`
 	LastRun              *LastRun          `json:"last_run"`
 	ConsecutiveFailures  int64             `json:"consecutive_failures"`
 	FailuresCount        int64             `json:"failures_count"`
@@ -128,7 +129,7 @@ func FromSchedule(s *models.Schedule) Schedule {
 		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
 		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
 		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
-		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds, ConsecutiveFailures: s.Health.ConsecutiveFailures,
+		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds, StartDeadlineSeconds: s.StartDeadlineSeconds, ConsecutiveFailures: s.Health.ConsecutiveFailures,
 		FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
@@ -456,6 +457,9 @@ type CreateSchedule struct {
 	PauseAfterFailures *int `json:"pause_after_failures,omitempty"`
 	// CatchupWindowSeconds is the missed-fire policy; nil is Part I's rule.
 	CatchupWindowSeconds *int `json:"catchup_window_seconds,omitempty"`
+	// StartDeadlineSeconds reports runs still pending that long after
+	// their occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64 `json:"start_deadline_seconds,omitempty"`
 }
 
 // Input is the service's form of a create body in namespace: the one
@@ -471,11 +475,12 @@ func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
 	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action,
 		OverlapPolicy: c.OverlapPolicy, JitterSeconds: c.JitterSeconds, MaxRuns: c.MaxRuns, Connection: c.Connection,
 		Queue: c.Queue, Labels: c.Labels, Memo: c.Memo, SearchAttributes: c.SearchAttributes, Note: c.Note, Paused: c.Paused,
-		PauseAfterFailures: c.PauseAfterFailures, CatchupWindowSeconds: c.CatchupWindowSeconds}
+		PauseAfterFailures: c.PauseAfterFailures, CatchupWindowSeconds: c.CatchupWindowSeconds,
+		StartDeadlineSeconds: c.StartDeadlineSeconds}
 }
 
 // NullableFields are the PATCH fields that an explicit null clears.
-var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures", "catchup_window_seconds"}
+var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures", "catchup_window_seconds", "start_deadline_seconds"}
 
 // SchedulePatch is the body of PATCH /schedules/{id}: nil fields are left
 // out (unchanged); Clear names nullable fields to send as null.
@@ -493,6 +498,7 @@ type SchedulePatch struct {
 	Note                 *string            `json:"note,omitempty"`
 	PauseAfterFailures   *int               `json:"pause_after_failures,omitempty"`
 	CatchupWindowSeconds *int               `json:"catchup_window_seconds,omitempty"`
+	StartDeadlineSeconds *int64             `json:"start_deadline_seconds,omitempty"`
 	// Clear lists fields of NullableFields to set to null.
 	Clear []string `json:"-"`
 }
@@ -536,6 +542,9 @@ func (p SchedulePatch) Input() scheduling.UpdateInput {
 	if p.CatchupWindowSeconds != nil || cleared("catchup_window_seconds") {
 		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: p.CatchupWindowSeconds}
 	}
+	if p.StartDeadlineSeconds != nil || cleared("start_deadline_seconds") {
+		in.StartDeadlineSeconds = scheduling.Nullable[int64]{Set: true, Value: p.StartDeadlineSeconds}
+	}
 	return in
 }
 
@@ -543,7 +552,7 @@ func (p SchedulePatch) Input() scheduling.UpdateInput {
 func (p SchedulePatch) Empty() bool {
 	return p.Spec == nil && p.Action == nil && p.OverlapPolicy == nil && p.JitterSeconds == nil && p.MaxRuns == nil &&
 		p.Connection == nil && p.Queue == nil && p.Labels == nil && p.Memo == nil && p.SearchAttributes == nil &&
-		p.Note == nil && p.PauseAfterFailures == nil && p.CatchupWindowSeconds == nil && len(p.Clear) == 0
+		p.Note == nil && p.PauseAfterFailures == nil && p.CatchupWindowSeconds == nil && p.StartDeadlineSeconds == nil && len(p.Clear) == 0
 }
 
 // FieldChange is one field an update changes, in display spelling.

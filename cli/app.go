@@ -33,7 +33,7 @@ func openApp(ctx context.Context, cfg *config, logger *slog.Logger) (*app, error
 	for _, name := range applied {
 		logger.Info("applied migration", "name", name)
 	}
-	svc := scheduling.New(scheduling.Config{DB: db, Logger: logger})
+	svc := scheduling.New(scheduling.Config{DB: db, Logger: logger, Notify: cfg.Notify})
 	return &app{db: db, service: svc, logger: logger}, nil
 }
 

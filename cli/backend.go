@@ -41,6 +41,11 @@ type backend interface {
 	CancelRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
 	TerminateRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
 	Tick(ctx context.Context, limit int) ([]apijson.TickRow, error)
+	ListNotifiers(ctx context.Context) (*apijson.NotifierList, error)
+	CreateNotifier(ctx context.Context, req apijson.NotifierWrite) (*apijson.Notifier, error)
+	DeleteNotifier(ctx context.Context, name string) error
+	TestNotifier(ctx context.Context, name string) (*apijson.Delivery, error)
+	NotifierDeliveriesPage(ctx context.Context, name string, limit int, cursor string) (*apijson.DeliveryPage, error)
 
 	// deleted reports whether id names a deleted schedule (remove says
 	// "already removed" then; the API's GET treats deleted as absent).
@@ -312,3 +317,43 @@ func fromAPIError(err error) error {
 // remoteTimeout bounds one CLI request, so a black-holed server fails the
 // command instead of hanging it.
 const remoteTimeout = 60 * time.Second
+
+func (d *direct) ListNotifiers(ctx context.Context) (*apijson.NotifierList, error) {
+	list, err := d.a.service.ListNotifiers(ctx, d.ns)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromNotifiers(list)
+	return &out, nil
+}
+
+func (d *direct) CreateNotifier(ctx context.Context, req apijson.NotifierWrite) (*apijson.Notifier, error) {
+	res, err := d.a.service.CreateNotifier(ctx, d.ns, req.Input(""))
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromNotifier(res.Notifier, res.Secret)
+	return &out, nil
+}
+
+func (d *direct) DeleteNotifier(ctx context.Context, name string) error {
+	return d.a.service.DeleteNotifier(ctx, d.ns, name)
+}
+
+func (d *direct) TestNotifier(ctx context.Context, name string) (*apijson.Delivery, error) {
+	del, err := d.a.service.TestNotifier(ctx, d.ns, name, d.cc.Actor)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromDelivery(del, name)
+	return &out, nil
+}
+
+func (d *direct) NotifierDeliveriesPage(ctx context.Context, name string, limit int, cursor string) (*apijson.DeliveryPage, error) {
+	page, err := d.a.service.ListDeliveries(ctx, d.ns, name, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromDeliveryPage(page, name)
+	return &out, nil
+}

@@ -54,6 +54,7 @@ func commands() map[string]command {
 		"tick":     {"run one scheduling pass: fire due schedules, then exit", runTick},
 		"schedule": {"list, add, describe, update, pause, resume, trigger, backfill, remove, export, apply or show the history of schedules", runSchedule},
 		"runs":     {"list, describe, cancel or terminate runs", runRuns},
+		"notifier": {"add, list, remove or test notifiers: where failures, late fires and backfills are posted", runNotifier},
 		"token":    {"create an API/console token (prints it once, and the hash to configure)", runToken},
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"regexp"
 	"strings"
+
+	"github.com/tidelinehq/tideline/scheduling"
 )
 
 // namespacePattern is SPEC §1's namespace rule.
@@ -27,6 +29,8 @@ type config struct {
 	Server    string
 	Token     string
 	TokenFile string
+	// Notify configures notifications (serve only).
+	Notify scheduling.NotifyConfig
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.

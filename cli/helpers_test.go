@@ -43,9 +43,10 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, d dialectEnv)) {
 					url = dbtest.PostgresURL(t)
 				}
 				d := dialectEnv{name: name, mode: mode, url: url, environ: map[string]string{
-					"TIDELINE_DATABASE_URL": url,
-					"TIDELINE_LOG_LEVEL":    "warn",
-					"USER":                  "alice",
+					"TIDELINE_DATABASE_URL":            url,
+					"TIDELINE_LOG_LEVEL":               "warn",
+					"USER":                             "alice",
+					"TIDELINE_ALLOW_PRIVATE_NOTIFIERS": "1",
 				}}
 				// Only serve and migrate create a database.
 				d.run(t, "migrate")
@@ -65,7 +66,10 @@ func startServer(t *testing.T, db *bun.DB) (string, string) {
 	store := &auth.Store{}
 	token, err := store.AddEphemeral("alice", auth.RoleAdmin)
 	require.NoError(t, err)
-	srv := httptest.NewServer(web.NewServer(web.Deps{DB: db, Service: scheduling.New(scheduling.Config{DB: db}),
+	// Private notifier targets are allowed: the tests' receivers listen
+	// on 127.0.0.1 (direct mode gets TIDELINE_ALLOW_PRIVATE_NOTIFIERS).
+	svc := scheduling.New(scheduling.Config{DB: db, Notify: scheduling.NotifyConfig{AllowPrivate: true}})
+	srv := httptest.NewServer(web.NewServer(web.Deps{DB: db, Service: svc,
 		Logger: discardLogger(), Auth: web.Auth{Store: store}}))
 	t.Cleanup(srv.Close)
 	return srv.URL, token

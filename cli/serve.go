@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/tidelinehq/tideline/auth"
@@ -31,6 +32,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
 	retainRuns := fs.String("retain-runs", envOr(e, "TIDELINE_RETAIN_RUNS", "30d"), `delete finished runs (with their history and instances) older than this, e.g. "30d", "720h"; 0 keeps them forever (a schedule's latest run is always kept) (env TIDELINE_RETAIN_RUNS)`)
 	purgeDeleted := fs.String("purge-deleted-after", envOr(e, "TIDELINE_PURGE_DELETED_AFTER", "0"), `delete deleted schedules with their audit stream and runs this long after deletion; 0 never does (env TIDELINE_PURGE_DELETED_AFTER)`)
+	publicURL := fs.String("public-url", envOr(e, "TIDELINE_PUBLIC_URL", ""), "the console's address as notification receivers should link to it, e.g. https://tideline.example.com (env TIDELINE_PUBLIC_URL; default http://ADDR)")
+	lateAfter := fs.Duration("late-after", scheduling.DefaultLateAfter, "report a fire this much later than its occurrence as fire_late")
+	allowPrivate := fs.Bool("allow-private-notifiers", envOr(e, "TIDELINE_ALLOW_PRIVATE_NOTIFIERS", "") == "1", "let notifiers post to loopback, private and link-local addresses (refused by default: a notifier URL must not reach internal services)")
 	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data (in "+demoSQLiteFile+" unless --database is given; delete that file to reset)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -52,6 +56,14 @@ func runServe(ctx context.Context, e env, args []string) error {
 	retention, err := parseRetention(*retainRuns, *purgeDeleted)
 	if err != nil {
 		return err
+	}
+	if *lateAfter < time.Second {
+		return usagef("invalid --late-after %s: want at least 1s", *lateAfter)
+	}
+	if *publicURL != "" {
+		if u, err := url.Parse(*publicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("invalid --public-url %q: want an absolute http:// or https:// URL", *publicURL)
+		}
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
@@ -81,6 +93,14 @@ func runServe(ctx context.Context, e env, args []string) error {
 		logger.Warn("local mode: no tokens configured; only loopback clients are served")
 	}
 
+	if *publicURL == "" {
+		scheme := "http"
+		if *tlsCert != "" {
+			scheme = "https"
+		}
+		*publicURL = scheme + "://" + cfg.Addr
+	}
+	cfg.Notify = scheduling.NotifyConfig{PublicURL: *publicURL, LateAfter: *lateAfter, AllowPrivate: *allowPrivate}
 	a, err := openApp(ctx, &cfg, logger)
 	if err != nil {
 		return err
@@ -93,6 +113,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m := metrics.New(db)
+	a.service.ObserveNotifications(m.ObserveDelivery)
 	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m,
 		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
 	httpServer := web.NewHTTPServer(srv)

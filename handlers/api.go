@@ -171,7 +171,7 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 // and an explicit null differ (null clears max_runs, connection, queue).
 func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error) {
 	var in scheduling.UpdateInput
-	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true, "pause_after_failures": true, "catchup_window_seconds": true}
+	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true, "pause_after_failures": true, "catchup_window_seconds": true, "start_deadline_seconds": true}
 	for key, value := range raw {
 		if string(value) == "null" && !nullable[key] {
 			if _, known := updateFields[key]; known {
@@ -203,6 +203,9 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 		case "catchup_window_seconds":
 			in.CatchupWindowSeconds.Set = true
 			err = strictUnmarshal(value, &in.CatchupWindowSeconds.Value)
+		case "start_deadline_seconds":
+			in.StartDeadlineSeconds.Set = true
+			err = strictUnmarshal(value, &in.StartDeadlineSeconds.Value)
 		case "labels":
 			err = strictUnmarshal(value, &in.Labels)
 		case "memo":
@@ -223,7 +226,7 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 
 // updateFields are the fields PATCH accepts.
 var updateFields = map[string]struct{}{"spec": {}, "action": {}, "overlap_policy": {}, "jitter_seconds": {}, "max_runs": {},
-	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}, "pause_after_failures": {}, "catchup_window_seconds": {}}
+	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}, "pause_after_failures": {}, "catchup_window_seconds": {}, "start_deadline_seconds": {}}
 
 func strictUnmarshal(data []byte, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(data)))

@@ -147,7 +147,7 @@ func runURL(id string) string { return consolePrefix + "/runs/" + url.PathEscape
 func (r *request) layout(title, nav string) views.LayoutView {
 	l := views.LayoutView{
 		Title: title, Version: r.h.Version, Nav: nav, Namespace: r.ns,
-		CSRFToken: csrfToken(r.c), Flash: takeFlash(r.c),
+		CSRFToken: csrfToken(r.c), Flash: takeFlash(r.c), ShowNotifiers: r.canAdmin(),
 	}
 	if actor, ok := r.c.Get(ActorKey).(string); ok {
 		l.User = actor

@@ -30,6 +30,8 @@ type Metrics struct {
 	notPrepared  prometheus.Counter
 	retained     *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+	deliveries   *prometheus.CounterVec
+	deliveryTime prometheus.Histogram
 }
 
 // New registers every metric; db feeds the active-runs gauge at scrape time.
@@ -66,9 +68,18 @@ func New(db *bun.DB) *Metrics {
 			Name: "tideline_http_request_duration_seconds", Help: "HTTP request durations by route pattern.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method", "route", "status"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tideline_notification_attempts_total", Help: "Notification delivery attempts by event and outcome (delivered, retry, dead).",
+		}, []string{"event", "outcome"}),
+		deliveryTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tideline_notification_attempt_duration_seconds", Help: "Duration of one notification post, answered or not.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30},
+		}),
 	}
 	m.registry.MustRegister(m.fires, m.skips, m.fireLag, m.tickDuration, m.passErrors, m.expiredRuns, m.notPrepared, m.retained, m.httpDuration,
+		m.deliveries, m.deliveryTime,
 		&activeRuns{db: db, desc: prometheus.NewDesc("tideline_runs", "Runs currently pending or running.", []string{"status"}, nil)},
+		&outbox{db: db, desc: prometheus.NewDesc("tideline_notification_outbox", "Notification deliveries waiting to be sent (pending) or being sent (sending).", []string{"status"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -149,5 +160,33 @@ func (a *activeRuns) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, status := range models.ActiveRunStatuses {
 		ch <- prometheus.MustNewConstMetric(a.desc, prometheus.GaugeValue, float64(counts[status]), status)
+	}
+}
+
+// ObserveDelivery records one notification attempt; it matches
+// scheduling.Service.ObserveNotifications.
+func (m *Metrics) ObserveDelivery(event, outcome string, took time.Duration) {
+	m.deliveries.WithLabelValues(event, outcome).Inc()
+	m.deliveryTime.Observe(took.Seconds())
+}
+
+// outbox reports the notification outbox depth at scrape time.
+type outbox struct {
+	db   *bun.DB
+	desc *prometheus.Desc
+}
+
+func (o *outbox) Describe(ch chan<- *prometheus.Desc) { ch <- o.desc }
+
+func (o *outbox) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := models.CountOutbox(ctx, o.db)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(o.desc, err)
+		return
+	}
+	for _, status := range []string{models.DeliveryPending, models.DeliverySending} {
+		ch <- prometheus.MustNewConstMetric(o.desc, prometheus.GaugeValue, float64(counts[status]), status)
 	}
 }

@@ -71,11 +71,14 @@ type Run struct {
 	AvailableAt       *time.Time   `bun:"available_at"`
 	RetryPolicy       *RetryPolicy `bun:"retry_policy,type:jsonb"`
 	RunTimeoutSeconds *int64       `bun:"run_timeout_seconds"`
-	LastSequence      int64        `bun:"last_sequence,notnull"`
-	CreatedAt         time.Time    `bun:"created_at,notnull"`
-	StartedAt         *time.Time   `bun:"started_at"`
-	FinishedAt        *time.Time   `bun:"finished_at"`
-	UpdatedAt         time.Time    `bun:"updated_at,notnull"`
+	// StartDeadlineAt is when a still-pending run is reported as not
+	// started; cleared when a worker claims it or once reported.
+	StartDeadlineAt *time.Time `bun:"start_deadline_at"`
+	LastSequence    int64      `bun:"last_sequence,notnull"`
+	CreatedAt       time.Time  `bun:"created_at,notnull"`
+	StartedAt       *time.Time `bun:"started_at"`
+	FinishedAt      *time.Time `bun:"finished_at"`
+	UpdatedAt       time.Time  `bun:"updated_at,notnull"`
 }
 
 // Active reports whether the run still counts for overlap policies.

@@ -103,7 +103,10 @@ type Schedule struct {
 	// CatchupWindowSeconds is the missed-fire policy (SPEC §12): nil fires
 	// an overdue schedule once and drops the rest; a window fires every
 	// occurrence younger than it, in order.
-	CatchupWindowSeconds *int             `bun:"catchup_window_seconds"`
+	CatchupWindowSeconds *int `bun:"catchup_window_seconds"`
+	// StartDeadlineSeconds reports a run still pending this long after its
+	// occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64           `bun:"start_deadline_seconds"`
 	SkippedTriggerCount  int64            `bun:"skipped_trigger_count,notnull"`
 	LastSkipReason       *string          `bun:"last_skip_reason"`
 	LastSkippedAt        *time.Time       `bun:"last_skipped_at"`

@@ -155,6 +155,20 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 				}
 				batch = append(batch, s.backfillOne(ctx, tx, rec, sch, t, policy))
 			}
+			// The last batch (all done, or max_runs ran out) reports the
+			// whole backfill in its own transaction.
+			if start+s.backfillBatch >= len(times) || sch.Status == models.StatusDeleted {
+				var all []BackfillResult
+				if report != nil {
+					all = append(all, report.Results...)
+				}
+				all = append(all, batch...)
+				outcome := "completed"
+				if sch.Status == models.StatusDeleted {
+					outcome = "max_runs_exhausted"
+				}
+				rec.ended.note(backfillNotice(&sch.Schedule, in, outcome, all))
+			}
 			return nil
 		})
 		if err != nil {

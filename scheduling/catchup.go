@@ -94,8 +94,13 @@ func (s *Service) recordMissed(ctx context.Context, rec *recorder, sch *models.C
 	sch.SkippedTriggerCount += p.dropped
 	sch.LastSkipReason = &reason
 	sch.LastSkippedAt = ptrTime(rec.now)
-	return rec.record(ctx, &sch.Schedule, EventScheduleTriggerSkipped, map[string]any{
+	err := rec.record(ctx, &sch.Schedule, EventScheduleTriggerSkipped, map[string]any{
 		"reason": reason, "skipped_trigger_count": sch.SkippedTriggerCount, "last_skipped_at": FormatTime(rec.now),
 		"missed_count": p.dropped, "first_missed_at": FormatTime(p.firstDropped), "last_missed_at": FormatTime(p.lastDropped),
 	}, "", "")
+	if err != nil {
+		return err
+	}
+	s.noteMissedOccurrences(rec, &sch.Schedule, p.dropped, p.firstDropped, p.lastDropped)
+	return nil
 }

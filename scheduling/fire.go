@@ -215,6 +215,7 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 		run.RunTimeoutSeconds = t
 	}
 	run.RetryPolicy = sch.Action.RetryPolicy
+	run.StartDeadlineAt = startDeadline(&sch.Schedule, req.kind, occurrence, now)
 
 	sch.FiresCount++
 	triggerNumber := sch.FiresCount
@@ -232,6 +233,9 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 	}
 	if err := rec.w.insertRun(ctx, run, ev); err != nil {
 		return FireResult{}, err
+	}
+	if req.kind == kindScheduled {
+		s.noteLateFire(rec, sch, run, occurrence)
 	}
 
 	sch.LastFiredAt = ptrTime(now)

@@ -74,9 +74,10 @@ func (s *Service) PauseFailing(ctx context.Context, limit int) ([]string, error)
 			if err := models.MarkPausedForFailures(ctx, tx, sch.ID, h.ConsecutiveFailures); err != nil {
 				return err
 			}
+			rec.ended.note(pausedOnFailureNotice(sch, h, reason))
 			paused = append(paused, sch.Namespace+"/"+sch.ScheduleID)
 		}
-		return nil
+		return rec.ended.flush(ctx, tx, now)
 	})
 	return paused, err
 }

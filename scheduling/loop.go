@@ -110,6 +110,7 @@ func (l *Loop) Start(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { l.tickEvery(ctx, period, logger) })
+	wg.Go(func() { l.notifyEvery(ctx, period, logger) })
 	if l.Ahead > 0 && l.Service.CanPrepare() {
 		wg.Go(func() { l.prepareAhead(ctx, period, logger) })
 	}
@@ -144,6 +145,24 @@ func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog
 			wait = min(wait, at.Sub(now))
 		}
 		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// notifyEvery runs the notification dispatcher (Service.NotifyOnce) in
+// its own goroutine: posting to a slow or dead receiver waits out its
+// timeout here, never in a scheduling pass. A full pass goes again at once.
+func (l *Loop) notifyEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
+	for {
+		sent, err := l.Service.NotifyOnce(ctx, DefaultDispatchLimit)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			logger.Error("notification pass failed", "err", err)
+		}
+		if sent < DefaultDispatchLimit && !sleep(ctx, period) {
 			return
 		}
 	}

@@ -13,8 +13,17 @@ import (
 // their schedules' health is written as the transaction's last statements
 // (models.ApplyHealth explains why last). Every path that ends a run —
 // workers, the deadline sweep, operators, overlap policies — goes through
-// finish, which adds the run here.
-type outcomes struct{ runs []models.Run }
+// finish, which adds the run here. It also collects the transaction's
+// other notification facts (late fires, pauses, backfills): flush turns
+// them and the unsuccessful run ends into outbox rows in the same
+// transaction (SPEC §11).
+type outcomes struct {
+	runs    []models.Run
+	notices []notice
+}
+
+// note adds a notification fact.
+func (o *outcomes) note(n notice) { o.notices = append(o.notices, n) }
 
 func (o *outcomes) add(run *models.Run) {
 	if run.WorkflowScheduleID != nil {
@@ -22,12 +31,28 @@ func (o *outcomes) add(run *models.Run) {
 	}
 }
 
-// mark and rollback forget the runs of a savepoint that was rolled back.
-func (o *outcomes) mark() int         { return len(o.runs) }
-func (o *outcomes) rollback(mark int) { o.runs = o.runs[:mark] }
+type outcomesMark struct{ runs, notices int }
 
-// flush applies the collected outcomes and forgets them.
+// mark and rollback forget the runs and facts of a savepoint that was
+// rolled back.
+func (o *outcomes) mark() outcomesMark { return outcomesMark{len(o.runs), len(o.notices)} }
+func (o *outcomes) rollback(m outcomesMark) {
+	o.runs, o.notices = o.runs[:m.runs], o.notices[:m.notices]
+}
+
+// flush writes the collected notifications and applies the outcomes to
+// health (last, see models.ApplyHealth), then forgets them.
 func (o *outcomes) flush(ctx context.Context, tx bun.IDB, now time.Time) error {
+	notices := o.notices
+	for i := range o.runs {
+		if n, ok := runNotice(&o.runs[i]); ok {
+			notices = append(notices, n)
+		}
+	}
+	o.notices = nil
+	if err := enqueueNotices(ctx, tx, now, notices); err != nil {
+		return err
+	}
 	if len(o.runs) == 0 {
 		return nil
 	}

@@ -42,6 +42,8 @@ type Config struct {
 	// BackfillBatch is how many occurrences one backfill transaction
 	// starts at most; DefaultBackfillBatch if zero.
 	BackfillBatch int
+	// Notify configures notifications (SPEC §11).
+	Notify NotifyConfig
 }
 
 // Service is the one implementation of every schedule operation; the JSON
@@ -56,11 +58,12 @@ type Service struct {
 	backfillBatch int
 	ids           *ids
 	wakeups       wakeups
+	notify        NotifyConfig
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs()}
+	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs(), notify: cfg.Notify.withDefaults()}
 	if s.clock == nil {
 		s.clock = SystemClock{}
 	}
@@ -116,6 +119,9 @@ type CreateInput struct {
 	PauseAfterFailures *int
 	// CatchupWindowSeconds is the missed-fire policy; nil is Part I's rule.
 	CatchupWindowSeconds *int
+	// StartDeadlineSeconds reports a run still pending that long after its
+	// occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64
 }
 
 // Create validates and stores a schedule, recording ScheduleCreated (and
@@ -149,6 +155,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	validateAction(v, in.Action)
 	validatePauseAfterFailures(v, in.PauseAfterFailures)
 	validateCatchupWindow(v, in.CatchupWindowSeconds)
+	validateStartDeadline(v, in.StartDeadlineSeconds)
 	if !validPolicy(in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
 	}
@@ -183,6 +190,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 		Note:                 in.Note,
 		PauseAfterFailures:   in.PauseAfterFailures,
 		CatchupWindowSeconds: in.CatchupWindowSeconds,
+		StartDeadlineSeconds: in.StartDeadlineSeconds,
 		BufferedActions:      []models.BufferedAction{},
 		RecentActions:        []models.RecentAction{},
 		CreatedAt:            now,

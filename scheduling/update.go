@@ -40,6 +40,8 @@ type UpdateInput struct {
 	Note                 *string
 	PauseAfterFailures   Nullable[int]
 	CatchupWindowSeconds Nullable[int]
+	// StartDeadlineSeconds applies to runs started after the change.
+	StartDeadlineSeconds Nullable[int64]
 }
 
 // Update changes the given fields and records ScheduleUpdated with exactly
@@ -123,7 +125,8 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 		Connection: Nullable[string]{Set: true, Value: in.Connection}, Queue: Nullable[string]{Set: true, Value: in.Queue},
 		Labels: &labels, Memo: &memo, SearchAttributes: &attrs, Note: &in.Note,
 		PauseAfterFailures:   Nullable[int]{Set: true, Value: in.PauseAfterFailures},
-		CatchupWindowSeconds: Nullable[int]{Set: true, Value: in.CatchupWindowSeconds}}, now)
+		CatchupWindowSeconds: Nullable[int]{Set: true, Value: in.CatchupWindowSeconds},
+		StartDeadlineSeconds: Nullable[int64]{Set: true, Value: in.StartDeadlineSeconds}}, now)
 	var fields *ValidationError
 	switch {
 	case errors.As(err, &fields) && fields.Code == "validation_failed":
@@ -179,6 +182,9 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 	}
 	if in.CatchupWindowSeconds.Set {
 		validateCatchupWindow(v, in.CatchupWindowSeconds.Value)
+	}
+	if in.StartDeadlineSeconds.Set {
+		validateStartDeadline(v, in.StartDeadlineSeconds.Value)
 	}
 	if in.OverlapPolicy != nil && !validPolicy(*in.OverlapPolicy) {
 		v.Add("overlap_policy", policyMessage())
@@ -260,6 +266,11 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 			sch.CatchupWindowSeconds = in.CatchupWindowSeconds.Value
 		})
 	}
+	if in.StartDeadlineSeconds.Set {
+		set("start_deadline_seconds", !reflect.DeepEqual(sch.StartDeadlineSeconds, in.StartDeadlineSeconds.Value), func() {
+			sch.StartDeadlineSeconds = in.StartDeadlineSeconds.Value
+		})
+	}
 	if in.Labels != nil {
 		m := nonNilMap(*in.Labels)
 		set("labels", !reflect.DeepEqual(sch.Labels, m), func() { sch.Labels = m })
@@ -306,7 +317,7 @@ type FieldChange struct {
 // console's edit form order, then what only the API can set.
 var DiffFields = []string{"cron_expressions", "intervals", "timezone", "workflow_type", "workflow_class", "input",
 	"execution_timeout_seconds", "run_timeout_seconds", "retry_policy", "overlap_policy", "jitter_seconds", "max_runs",
-	"pause_after_failures", "catchup_window_seconds", "connection", "queue", "labels", "memo", "search_attributes", "note"}
+	"pause_after_failures", "catchup_window_seconds", "start_deadline_seconds", "connection", "queue", "labels", "memo", "search_attributes", "note"}
 
 // DiffSchedules lists the fields whose display value differs between two
 // versions of a schedule.
@@ -353,6 +364,7 @@ func FieldValues(s *models.Schedule) map[string]string {
 		"overlap_policy": s.OverlapPolicy, "jitter_seconds": strconv.Itoa(s.JitterSeconds), "max_runs": int64Text(s.MaxRuns),
 		"pause_after_failures":   intText(s.PauseAfterFailures),
 		"catchup_window_seconds": intText(s.CatchupWindowSeconds),
+		"start_deadline_seconds": int64Text(s.StartDeadlineSeconds),
 		"connection":             derefText(s.Connection), "queue": derefText(s.Queue),
 		"labels": pairsText(s.Labels), "memo": pairsText(s.Memo), "search_attributes": pairsText(s.SearchAttributes), "note": s.Note,
 	}

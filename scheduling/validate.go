@@ -80,6 +80,15 @@ func validateAction(v *ValidationError, a models.Action) {
 // MaxPauseAfterFailures bounds pause_after_failures (SPEC §10).
 const MaxPauseAfterFailures = 100
 
+// MaxStartDeadlineSeconds bounds start_deadline_seconds: a week.
+const MaxStartDeadlineSeconds = 7 * 24 * 3600
+
+func validateStartDeadline(v *ValidationError, n *int64) {
+	if n != nil && (*n < 1 || *n > MaxStartDeadlineSeconds) {
+		v.Add("start_deadline_seconds", fmt.Sprintf("must be between 1 and %d, or null", MaxStartDeadlineSeconds))
+	}
+}
+
 func validatePauseAfterFailures(v *ValidationError, n *int) {
 	if n != nil && (*n < 1 || *n > MaxPauseAfterFailures) {
 		v.Add("pause_after_failures", fmt.Sprintf("must be between 1 and %d, or null", MaxPauseAfterFailures))

@@ -113,6 +113,7 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 			run.Status = models.RunRunning
 			run.Attempt++
 			run.AvailableAt = nil
+			run.StartDeadlineAt = nil // started: nothing to report
 			run.StartedAt = ptrTime(now)
 			run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(req.LeaseSeconds) * time.Second))
 			if req.WorkerID != "" {

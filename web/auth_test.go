@@ -81,6 +81,13 @@ var apiPermissions = map[string]string{
 	"POST /worker/runs/:run_id/heartbeat":     "work",
 	"POST /worker/runs/:run_id/complete":      "work",
 	"POST /worker/runs/:run_id/fail":          "work",
+	"GET /notifiers":                          "admin",
+	"POST /notifiers":                         "admin",
+	"GET /notifiers/:name":                    "admin",
+	"PATCH /notifiers/:name":                  "admin",
+	"DELETE /notifiers/:name":                 "admin",
+	"POST /notifiers/:name/test":              "admin",
+	"GET /notifiers/:name/deliveries":         "admin",
 }
 
 var roleGrants = map[string]map[string]bool{
@@ -105,7 +112,7 @@ func TestRoleRouteMatrix(t *testing.T) {
 		perm, known := apiPermissions[key]
 		require.True(t, known, "route %s has no expected permission in this test: add it", key)
 		covered[key] = true
-		url := v2 + strings.NewReplacer(":schedule_id", "m", ":run_id", "01KXNR6R809X7XT0RFJDNTWDR2").Replace(path)
+		url := v2 + strings.NewReplacer(":schedule_id", "m", ":run_id", "01KXNR6R809X7XT0RFJDNTWDR2", ":name", "none").Replace(path)
 		for role, grants := range roleGrants {
 			res := s.do(r.Method, url, "", s.as(role)...)
 			if grants[perm] {

@@ -54,6 +54,15 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.POST("/runs/:run_id/cancel", api.CancelRun, operate)
 		a.POST("/runs/:run_id/terminate", api.TerminateRun, operate)
 		a.POST("/tick", api.Tick, admin)
+		// Notifiers hold a URL and a signing secret: managed by admins,
+		// like the schedules whose events they carry.
+		a.GET("/notifiers", api.ListNotifiers, admin)
+		a.POST("/notifiers", api.CreateNotifier, admin)
+		a.GET("/notifiers/:name", api.GetNotifier, admin)
+		a.PATCH("/notifiers/:name", api.UpdateNotifier, admin)
+		a.DELETE("/notifiers/:name", api.DeleteNotifier, admin)
+		a.POST("/notifiers/:name/test", api.TestNotifier, admin)
+		a.GET("/notifiers/:name/deliveries", api.NotifierDeliveries, admin)
 		a.RouteNotFound("/*", apiFallback(e))
 	}
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
@@ -100,6 +109,13 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.GET("/runs/:run_id", console.Run, cRead)
 	w.POST("/runs/:run_id/cancel", console.CancelRun, cOperate)
 	w.POST("/runs/:run_id/terminate", console.TerminateRun, cOperate)
+	w.GET("/notifiers", console.Notifiers, cAdmin)
+	w.POST("/notifiers", console.CreateNotifier, cAdmin)
+	w.GET("/notifiers/:name", console.Notifier, cAdmin)
+	w.POST("/notifiers/:name", console.UpdateNotifier, cAdmin)
+	w.POST("/notifiers/:name/test", console.TestNotifier, cAdmin)
+	w.POST("/notifiers/:name/rotate", console.RotateNotifierSecret, cAdmin)
+	w.POST("/notifiers/:name/delete", console.DeleteNotifier, cAdmin)
 }
 
 // apiFallback answers API requests no route matches, as JSON like every

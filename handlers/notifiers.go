@@ -1,0 +1,126 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/apijson"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// ListNotifiers answers GET /notifiers.
+func (h *API) ListNotifiers(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	list, err := h.Service.ListNotifiers(c.Request().Context(), ns)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromNotifiers(list))
+}
+
+// CreateNotifier answers POST /notifiers with 201 and the notifier,
+// including its secret (the only time it is shown).
+func (h *API) CreateNotifier(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req apijson.NotifierWrite
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	if req.RotateSecret {
+		return scheduling.NewValidationError("rotate_secret", "only applies to an existing notifier (PATCH)")
+	}
+	res, err := h.Service.CreateNotifier(c.Request().Context(), ns, req.Input(""))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, apijson.FromNotifier(res.Notifier, res.Secret))
+}
+
+// GetNotifier answers GET /notifiers/{name}.
+func (h *API) GetNotifier(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	n, err := h.Service.GetNotifier(c.Request().Context(), ns, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromNotifier(n, ""))
+}
+
+// UpdateNotifier answers PATCH /notifiers/{name}; the answer carries the
+// secret only when the request set or rotated it.
+func (h *API) UpdateNotifier(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req apijson.NotifierWrite
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	name := c.Param("name")
+	if req.Name != "" && req.Name != name {
+		return scheduling.NewValidationError("name", "cannot be changed; create a new notifier and delete this one")
+	}
+	res, err := h.Service.UpdateNotifier(c.Request().Context(), ns, req.Input(name))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromNotifier(res.Notifier, res.Secret))
+}
+
+// DeleteNotifier answers DELETE /notifiers/{name} with 204.
+func (h *API) DeleteNotifier(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	if err := h.Service.DeleteNotifier(c.Request().Context(), ns, c.Param("name")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// TestNotifier answers POST /notifiers/{name}/test with the test delivery
+// after its one attempt (delivered or dead, with the receiver's answer).
+func (h *API) TestNotifier(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	actor, _ := c.Get(ActorKey).(string)
+	d, err := h.Service.TestNotifier(c.Request().Context(), ns, name, actor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromDelivery(d, name))
+}
+
+// NotifierDeliveries answers GET /notifiers/{name}/deliveries, newest
+// first, paged by cursor.
+func (h *API) NotifierDeliveries(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	page, err := h.Service.ListDeliveries(c.Request().Context(), ns, name, c.QueryParam("cursor"), int(limit))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromDeliveryPage(page, name))
+}
