@@ -32,7 +32,7 @@ func ExpiredRuns(ctx context.Context, db bun.IDB, before time.Time, limit int) (
 
 // DeletedRows counts what a retention step deleted, per table.
 type DeletedRows struct {
-	Runs, RunEvents, Instances, Schedules, ScheduleEvents int
+	Runs, RunEvents, Instances, Schedules, ScheduleEvents, Deliveries int
 }
 
 // Add sums two counts.
@@ -42,11 +42,25 @@ func (d *DeletedRows) Add(o DeletedRows) {
 	d.Instances += o.Instances
 	d.Schedules += o.Schedules
 	d.ScheduleEvents += o.ScheduleEvents
+	d.Deliveries += o.Deliveries
 }
 
 // Total is every row deleted.
 func (d DeletedRows) Total() int {
-	return d.Runs + d.RunEvents + d.Instances + d.Schedules + d.ScheduleEvents
+	return d.Runs + d.RunEvents + d.Instances + d.Schedules + d.ScheduleEvents + d.Deliveries
+}
+
+// DeleteSettledDeliveries deletes up to limit notification deliveries that
+// were delivered or went dead before `before`.
+func DeleteSettledDeliveries(ctx context.Context, db bun.IDB, before time.Time, limit int) (int, error) {
+	ids := db.NewSelect().Model((*Delivery)(nil)).Column("d.id").
+		Where("d.status IN (?) AND d.updated_at < ?", bun.In([]string{DeliveryDelivered, DeliveryDead}), before).
+		OrderExpr("d.updated_at ASC").Limit(int64(limit))
+	n, err := affected(db.NewDelete().Model((*Delivery)(nil)).Where("id IN (?)", ids).Exec(ctx))
+	if err != nil {
+		return 0, fmt.Errorf("delete settled deliveries: %w", err)
+	}
+	return n, nil
 }
 
 // DeleteRuns deletes the runs, their history events and the instances left

@@ -615,3 +615,29 @@ func TestMissedOccurrencesNotify(t *testing.T) {
 		require.Equal(t, "2026-07-16T13:00:00.000000Z", details["last_missed"])
 	})
 }
+
+// Retention deletes settled deliveries with the runs they report on; a
+// delivery still waiting to be sent stays.
+func TestRetentionDeletesSettledDeliveries(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newNotifyFixture(t, db)
+		ok, down := newReceiver(t), newReceiver(t)
+		down.status = http.StatusServiceUnavailable
+		f.notifier("ok", ok.URL, []string{"run_failed"}, nil)
+		f.notifier("down", down.URL, []string{"run_failed"}, nil)
+		runID := f.retrying("failing", nil)
+		f.failOnce(runID, "io")
+		f.dispatch()
+		require.Equal(t, models.DeliveryDelivered, f.deliveries("ok")[0].Status)
+		require.NotEqual(t, models.DeliveryDelivered, f.deliveries("down")[0].Status, "the down receiver's delivery waits to retry")
+
+		f.clock.Advance(72 * time.Hour)
+		deleted, err := f.svc.Retain(f.ctx, scheduling.Retention{KeepRuns: 48 * time.Hour})
+		require.NoError(t, err)
+		require.Equal(t, 1, deleted.Deliveries)
+		require.Empty(t, f.deliveries("ok"))
+		require.Len(t, f.deliveries("down"), 1, "not settled: kept")
+	})
+}

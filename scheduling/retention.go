@@ -10,7 +10,8 @@ import (
 )
 
 // Retention keeps the tables flat under steady firing (SPEC §13): finished
-// runs (with their history and instances) older than KeepRuns are deleted,
+// runs (with their history and instances) and settled notification
+// deliveries older than KeepRuns are deleted,
 // and deleted schedules with their whole stream PurgeDeletedAfter their
 // deletion. A schedule's latest run is never deleted; the audit stream of a
 // live schedule is never touched. An instance deleted with its run no
@@ -60,6 +61,16 @@ func (s *Service) Retain(ctx context.Context, r Retention) (models.DeletedRows, 
 			}
 			total.Add(d)
 			if d.Runs < r.Batch {
+				break
+			}
+		}
+		for inBudget() {
+			n, err := models.DeleteSettledDeliveries(ctx, s.db, before, r.Batch)
+			if err != nil {
+				return total, err
+			}
+			total.Deliveries += n
+			if n < r.Batch {
 				break
 			}
 		}

@@ -40,3 +40,6 @@ CREATE TABLE notification_deliveries (
 CREATE INDEX notification_deliveries_due_idx ON notification_deliveries (next_attempt_at)
     WHERE status IN ('pending', 'sending');
 CREATE INDEX notification_deliveries_notifier_idx ON notification_deliveries (notifier_id, id);
+
+-- Retention deletes settled deliveries with the runs (--retain-runs).
+CREATE INDEX notification_deliveries_settled_idx ON notification_deliveries (updated_at) WHERE status IN ('delivered', 'dead');
