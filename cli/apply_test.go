@@ -286,5 +286,11 @@ func TestOutcomeFlags(t *testing.T) {
 
 		_, err := d.fail(t, "schedule", "update", "job", "--max-attempts", "101")
 		require.Contains(t, err.Error(), "action.retry_policy.max_attempts")
+
+		d.run(t, "schedule", "update", "job", "--start-deadline", "15m")
+		require.Regexp(t, `\nStart deadline: +15m0s after the occurrence \(run_not_started\)\n`, d.run(t, "schedule", "describe", "job"))
+		d.run(t, "schedule", "update", "job", "--clear", "start_deadline_seconds")
+		require.NoError(t, json.Unmarshal([]byte(d.run(t, "schedule", "describe", "job", "--output", "json")), &sch))
+		require.Nil(t, sch["start_deadline_seconds"])
 	})
 }

@@ -172,6 +172,9 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	req.PauseAfterFailures = af.pauseAfter()
+	if req.StartDeadlineSeconds, err = af.startDeadlineSeconds(); err != nil {
+		return err
+	}
 	if req.CatchupWindowSeconds, err = af.catchup(); err != nil {
 		return err
 	}
@@ -217,6 +220,7 @@ type actionFlags struct {
 	nonRetryable       stringList
 	pauseAfterFailures *int
 	catchupWindow      *string
+	startDeadline      *string
 	c                  *dbCommand
 }
 
@@ -235,7 +239,20 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	c.fs.Var(&af.nonRetryable, "non-retryable", "error type that ends the run without retry (repeatable)")
 	af.pauseAfterFailures = c.fs.Int("pause-after-failures", 0, "pause the schedule after this many consecutive failed runs (1-100)")
 	af.catchupWindow = c.fs.String("catchup-window", "", `after downtime, fire the occurrences of this last stretch in order: seconds or a duration ("2h"; at most 7 days)`)
+	af.startDeadline = c.fs.String("start-deadline", "", `notify run_not_started when a run is still pending this long after its occurrence: seconds or a duration ("15m")`)
 	return af
+}
+
+// startDeadlineSeconds is the --start-deadline value in seconds when given.
+func (af *actionFlags) startDeadlineSeconds() (*int64, error) {
+	if !af.c.isSet("start-deadline") {
+		return nil, nil
+	}
+	n, err := parseSeconds("start-deadline", *af.startDeadline)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // catchup is the --catchup-window value in seconds when given.
@@ -509,6 +526,9 @@ func printDescription(e env, s *apijson.Schedule) error {
 	}
 	if s.CatchupWindowSeconds != nil {
 		t.row("Catch-up:", fmt.Sprintf("fires missed occurrences of the last %s", time.Duration(*s.CatchupWindowSeconds)*time.Second))
+	}
+	if s.StartDeadlineSeconds != nil {
+		t.row("Start deadline:", fmt.Sprintf("%s after the occurrence (run_not_started)", time.Duration(*s.StartDeadlineSeconds)*time.Second))
 	}
 	if s.LastSkipReason != nil {
 		t.row("Last skip:", *s.LastSkipReason+" at "+apiTimeOrDash(s.LastSkippedAt))

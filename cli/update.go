@@ -17,7 +17,7 @@ import (
 // {}, text to "", jitter to 0, action parts to absent.
 var clearable = []string{"connection", "queue", "max_runs", "note", "labels", "memo", "search_attributes", "jitter_seconds",
 	"input", "workflow_class", "execution_timeout_seconds", "run_timeout_seconds", "cron_expressions", "intervals",
-	"retry_policy", "pause_after_failures", "catchup_window_seconds"}
+	"retry_policy", "pause_after_failures", "catchup_window_seconds", "start_deadline_seconds"}
 
 func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule update <id>", `tideline schedule update daily-sync --cron "0 3 * * *" --label team=data --clear max_runs`, e).withActor()
@@ -125,6 +125,9 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	}
 	p.PauseAfterFailures = af.pauseAfter()
 	if p.CatchupWindowSeconds, err = af.catchup(); err != nil {
+		return err
+	}
+	if p.StartDeadlineSeconds, err = af.startDeadlineSeconds(); err != nil {
 		return err
 	}
 	if c.isSet("jitter") {

@@ -28,20 +28,21 @@ type scheduleForm struct {
 	values views.ScheduleFormValues
 	errs   map[string]string
 
-	spec       models.Spec
-	cronLines  []int // the form line of each cron expression, for messages
-	ivLines    []int // the form line of each interval
-	action     models.Action
-	overlap    string
-	jitter     int
-	maxRuns    *int64
-	catchup    *int
-	connection *string
-	queue      *string
-	labels     map[string]string
-	memo       map[string]string
-	note       string
-	pauseAfter *int
+	spec          models.Spec
+	cronLines     []int // the form line of each cron expression, for messages
+	ivLines       []int // the form line of each interval
+	action        models.Action
+	overlap       string
+	jitter        int
+	maxRuns       *int64
+	catchup       *int
+	startDeadline *int64
+	connection    *string
+	queue         *string
+	labels        map[string]string
+	memo          map[string]string
+	note          string
+	pauseAfter    *int
 }
 
 func readScheduleForm(c echo.Context) *scheduleForm {
@@ -53,6 +54,7 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
 		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
 		CatchupWindowSeconds: strings.TrimSpace(c.FormValue("catchup_window_seconds")),
+		StartDeadlineSeconds: strings.TrimSpace(c.FormValue("start_deadline_seconds")),
 		Connection:           strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
 		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
 		Paused:      c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
@@ -106,6 +108,7 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 		f.jitter = int(max(min(*j, 1<<31), -1<<31)) // the service judges the range
 	}
 	f.maxRuns = f.optInt("max_runs", v.MaxRuns)
+	f.startDeadline = f.optInt("start_deadline_seconds", v.StartDeadlineSeconds)
 	if w := f.optInt("catchup_window_seconds", v.CatchupWindowSeconds); w != nil {
 		n := int(max(min(*w, 1<<31), -1<<31)) // the service judges the range
 		f.catchup = &n
@@ -319,8 +322,8 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
 		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
 		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
-		CatchupWindowSeconds: intText(s.CatchupWindowSeconds),
-		Connection:           deref(s.Connection), Queue: deref(s.Queue),
+		CatchupWindowSeconds: intText(s.CatchupWindowSeconds), StartDeadlineSeconds: int64Text(s.StartDeadlineSeconds),
+		Connection: deref(s.Connection), Queue: deref(s.Queue),
 		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
 	}
 	if p := s.Action.RetryPolicy; p != nil {
@@ -353,6 +356,7 @@ var editFields = []struct{ field, group string }{
 	{"execution_timeout_seconds", "action"}, {"run_timeout_seconds", "action"}, {"retry_policy", "action"},
 	{"overlap_policy", "overlap_policy"}, {"jitter_seconds", "jitter_seconds"}, {"max_runs", "max_runs"},
 	{"pause_after_failures", "pause_after_failures"}, {"catchup_window_seconds", "catchup_window_seconds"},
+	{"start_deadline_seconds", "start_deadline_seconds"},
 	{"connection", "connection"}, {"queue", "queue"}, {"labels", "labels"}, {"memo", "memo"}, {"note", "note"},
 }
 
@@ -360,14 +364,14 @@ var editFields = []struct{ field, group string }{
 // that "1 hour" and "PT1H", or {"a":1} and { "a": 1 }, compare equal.
 func (f *scheduleForm) canonical() map[string]string {
 	s := &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
-		CatchupWindowSeconds: f.catchup, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note,
+		CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note,
 		PauseAfterFailures: f.pauseAfter}
 	out := canonicalOf(s)
 	// A field that could not be read compares by what was typed.
 	raw := map[string]string{"intervals": f.values.Intervals, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
 		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds,
 		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "pause_after_failures": f.values.PauseAfterFailures,
-		"catchup_window_seconds": f.values.CatchupWindowSeconds}
+		"catchup_window_seconds": f.values.CatchupWindowSeconds, "start_deadline_seconds": f.values.StartDeadlineSeconds}
 	for field := range f.errs {
 		if v, ok := raw[field]; ok {
 			out[field] = strings.Join(strings.Fields(v), " ")
@@ -418,6 +422,9 @@ func (f *scheduleForm) update(changes []views.FieldChange) scheduling.UpdateInpu
 	}
 	if groups["max_runs"] {
 		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: f.maxRuns}
+	}
+	if groups["start_deadline_seconds"] {
+		in.StartDeadlineSeconds = scheduling.Nullable[int64]{Set: true, Value: f.startDeadline}
 	}
 	if groups["catchup_window_seconds"] {
 		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: f.catchup}
@@ -537,7 +544,8 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	}
 	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
 		Namespace: r.ns, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
-		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, Connection: f.connection, Queue: f.queue,
+		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline,
+		Connection: f.connection, Queue: f.queue,
 		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
 	}, r.cc(""))
 	if status, handled := f.serviceError(err); handled {

@@ -91,11 +91,13 @@ func TestConsoleFormRetryFields(t *testing.T) {
 		good.Set("retry_policy.max_attempts", "3")
 		good.Set("retry_policy.non_retryable_error_types", "bad_input\nforbidden")
 		good.Set("pause_after_failures", "4")
+		good.Set("start_deadline_seconds", "900")
 		seeOther(t, c.post("/waterline/schedules", good))
 		s := c.api.must(200, "GET", "/waterline/api/v2/schedules/retrying", "")
 		require.Equal(t, map[string]any{"max_attempts": 3.0, "initial_interval_seconds": 1.0, "backoff_coefficient": 2.5,
 			"max_interval_seconds": 100.0, "non_retryable_error_types": []any{"bad_input", "forbidden"}}, s["action"].(map[string]any)["retry_policy"])
 		require.EqualValues(t, 4, s["pause_after_failures"])
+		require.EqualValues(t, 900, s["start_deadline_seconds"])
 
 		edit := c.page200("/waterline/schedules/retrying/edit")
 		require.Equal(t, "3", attrOf(t, edit.Find(tid("input-retry_policy.max_attempts")), "value"), "the edit form shows the stored policy")
