@@ -158,3 +158,9 @@ async def test_pause_hides_next_fire_and_keeps_note(client: tideline.Client) -> 
     assert resumed.note == "written by the owner"
     assert resumed.pause_reason is None and resumed.paused_until is None
     assert resumed.next_fire_at is not None
+
+
+async def test_health_fields_are_typed(client: tideline.Client) -> None:
+    created = await client.create_schedule("h", cron="@daily", action=ACTION)
+    assert created.consecutive_failures == 0 and created.last_run is None and created.recent_runs == ()
+    assert created.pause_after_failures is None and created.start_failures_count == 0

@@ -127,6 +127,34 @@ class BufferedAction:
 
 
 @dataclass(frozen=True, slots=True)
+class LastRun:
+    """The schedule's last finished run (SPEC §10)."""
+
+    run_id: str
+    status: str
+    finished_at: datetime | None
+    error_message: str | None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> LastRun:
+        return cls(d["run_id"], d["status"], parse_optional_time(d.get("finished_at")), d.get("error_message"))
+
+
+@dataclass(frozen=True, slots=True)
+class RecentRun:
+    """One of the schedule's last 10 finished runs, newest first."""
+
+    run_id: str
+    status: str
+    occurrence_time: datetime | None
+    duration_ms: int | None
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RecentRun:
+        return cls(d["run_id"], d["status"], parse_optional_time(d.get("occurrence_time")), d.get("duration_ms"))
+
+
+@dataclass(frozen=True, slots=True)
 class RecentAction:
     instance_id: str
     run_id: str
@@ -195,6 +223,14 @@ class Schedule:
     updated_at: datetime
     future_fire_times: tuple[datetime, ...] = ()
     spec_description: str | None = None
+    # Run outcomes (SPEC §10-§12); defaults for servers that predate them.
+    consecutive_failures: int = 0
+    start_failures_count: int = 0
+    last_run: LastRun | None = None
+    recent_runs: tuple[RecentRun, ...] = ()
+    pause_after_failures: int | None = None
+    catchup_window_seconds: int | None = None
+    start_deadline_seconds: int | None = None
 
     @classmethod
     def from_json(cls, d: JSON) -> Schedule:
@@ -236,6 +272,13 @@ class Schedule:
             paused_until=parse_optional_time(d.get("paused_until")),
             future_fire_times=tuple(parse_time(t) for t in d.get("future_fire_times") or ()),
             spec_description=d.get("spec_description"),
+            consecutive_failures=d.get("consecutive_failures", 0),
+            start_failures_count=d.get("start_failures_count", 0),
+            last_run=LastRun.from_json(d["last_run"]) if d.get("last_run") else None,
+            recent_runs=tuple(RecentRun.from_json(r) for r in d.get("recent_runs") or ()),
+            pause_after_failures=d.get("pause_after_failures"),
+            catchup_window_seconds=d.get("catchup_window_seconds"),
+            start_deadline_seconds=d.get("start_deadline_seconds"),
         )
 
 
