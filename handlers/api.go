@@ -108,7 +108,7 @@ func (h *API) ListSchedules(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	if err != nil {
 		return err
 	}
@@ -312,7 +312,7 @@ func (h *API) BackfillSchedule(c echo.Context) error {
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	v := &scheduling.ValidationError{Code: "validation_failed"}
+	v := &scheduling.ValidationError{Code: scheduling.CodeValidationFailed}
 	from, to := parseTime(v, "from", req.From), parseTime(v, "to", req.To)
 	if err := v.OrNil(); err != nil {
 		return err
@@ -379,7 +379,7 @@ func (h *API) listRuns(c echo.Context, scheduleID string) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	if err != nil {
 		return err
 	}
@@ -440,7 +440,7 @@ func (h *API) Preview(c echo.Context) error {
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	v := &scheduling.ValidationError{Code: "validation_failed"}
+	v := &scheduling.ValidationError{Code: scheduling.CodeValidationFailed}
 	after := parseTime(v, "after", req.After)
 	if after.IsZero() {
 		after = h.Clock.Now()

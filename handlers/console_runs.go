@@ -55,7 +55,7 @@ func (h *Console) Runs(c echo.Context) error {
 	if status != "" {
 		statuses = []string{status}
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	var page *scheduling.RunPage
 	if err == nil {
 		page, err = h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{

@@ -124,7 +124,7 @@ func (h *Console) Registry(c echo.Context) error {
 	default:
 		statuses = []string{status}
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	var page *scheduling.SchedulePage
 	if err == nil {
 		page, err = h.Service.List(c.Request().Context(), scheduling.ListFilter{

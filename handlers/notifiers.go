@@ -113,7 +113,7 @@ func (h *API) NotifierDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, "validation_failed")
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	if err != nil {
 		return err
 	}

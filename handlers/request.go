@@ -182,7 +182,7 @@ func pauseInput(reason, pausedUntil, until string) (scheduling.PauseInput, error
 	if pausedUntil != "" && until != "" {
 		return in, scheduling.NewValidationError("paused_until", "give paused_until or until, not both")
 	}
-	v := &scheduling.ValidationError{Code: "validation_failed"}
+	v := &scheduling.ValidationError{Code: scheduling.CodeValidationFailed}
 	if t := parseTime(v, "paused_until", pausedUntil+until); !t.IsZero() {
 		in.Until = &t
 	}
@@ -230,7 +230,7 @@ func resolveNamespace(c echo.Context, fixed string) (string, error) {
 		ns = defaultNamespace(c)
 	}
 	if !scheduling.ValidNamespace(ns) {
-		return "", &scheduling.ValidationError{Code: "validation_failed", Fields: map[string]string{"namespace": "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"}}
+		return "", &scheduling.ValidationError{Code: scheduling.CodeValidationFailed, Fields: map[string]string{"namespace": "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"}}
 	}
 	if err := checkNamespace(c, ns); err != nil {
 		return "", err
@@ -263,7 +263,7 @@ func hasNULEscape(body []byte) bool {
 // ledgerQuery reads the occurrence ledger's query: from, to (RFC 3339),
 // cursor and limit; the service applies the defaults and bounds.
 func ledgerQuery(c echo.Context) (scheduling.LedgerQuery, error) {
-	v := &scheduling.ValidationError{Code: "validation_failed"}
+	v := &scheduling.ValidationError{Code: scheduling.CodeValidationFailed}
 	q := scheduling.LedgerQuery{Cursor: c.QueryParam("cursor")}
 	if t := parseTime(v, "from", c.QueryParam("from")); !t.IsZero() {
 		q.From = &t

@@ -45,7 +45,7 @@ func (c *CommandContext) validate() error {
 	if c == nil {
 		return nil
 	}
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if utf8.RuneCountInString(c.Reason) > MaxReasonLength {
 		v.Add("reason", fmt.Sprintf("must be at most %d characters", MaxReasonLength))
 	}

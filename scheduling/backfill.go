@@ -59,7 +59,7 @@ type BackfillInput struct {
 // time); an explicit override wins. It stops when max_runs is exhausted.
 func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in BackfillInput) (*BackfillReport, error) {
 	if in.From.IsZero() || in.To.IsZero() {
-		v := &ValidationError{Code: "validation_failed"}
+		v := &ValidationError{Code: CodeValidationFailed}
 		if in.From.IsZero() {
 			v.Add("from", "is required (RFC 3339)")
 		}

@@ -30,9 +30,13 @@ type ValidationError struct {
 	Fields map[string]string
 }
 
+// CodeValidationFailed is the error code of field-level validation errors
+// (422), the one most other codes refine.
+const CodeValidationFailed = "validation_failed"
+
 // NewValidationError builds a validation_failed error for one field.
 func NewValidationError(field, message string) *ValidationError {
-	return &ValidationError{Code: "validation_failed", Fields: map[string]string{field: message}}
+	return &ValidationError{Code: CodeValidationFailed, Fields: map[string]string{field: message}}
 }
 
 func (e *ValidationError) Error() string {
@@ -47,7 +51,7 @@ func (e *ValidationError) Error() string {
 	}
 	code := e.Code
 	if code == "" {
-		code = "validation_failed"
+		code = CodeValidationFailed
 	}
 	return code + ": " + strings.Join(parts, "; ")
 }

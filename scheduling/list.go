@@ -37,7 +37,7 @@ type SchedulePage struct {
 
 // List returns one keyset page of schedules.
 func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error) {
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = []string{models.StatusActive, models.StatusPaused}

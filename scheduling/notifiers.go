@@ -58,7 +58,7 @@ func notifierNotFound(namespace, name string) error {
 
 // validateNotifier checks a notifier as it would be stored.
 func (s *Service) validateNotifier(n *models.Notifier, secretGiven *string) error {
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if !notifierNamePattern.MatchString(n.Name) {
 		v.Add("name", fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit", MaxNotifierNameLength))
 	}
@@ -227,7 +227,7 @@ type DeliveryPage struct {
 
 // ListDeliveries returns a page of a notifier's deliveries.
 func (s *Service) ListDeliveries(ctx context.Context, namespace, name, cursor string, limit int) (*DeliveryPage, error) {
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if limit == 0 {
 		limit = DefaultListLimit
 	}

@@ -23,7 +23,7 @@ func PreviewSpec(spec models.Spec, after time.Time, count int) (*SpecPreview, er
 	if spec.Timezone == "" {
 		spec.Timezone = "UTC"
 	}
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if count < 1 || count > MaxPreviewCount {
 		v.Add("count", fmt.Sprintf("must be between 1 and %d", MaxPreviewCount))
 	}

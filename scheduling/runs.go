@@ -236,7 +236,7 @@ var runStatuses = []string{models.RunPending, models.RunRunning, models.RunCompl
 
 // ListRuns returns one keyset page of runs.
 func (s *Service) ListRuns(ctx context.Context, f RunListFilter) (*RunPage, error) {
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	for _, st := range f.Statuses {
 		if !slices.Contains(runStatuses, st) {
 			v.Add("status", "must be one of pending, running, completed, failed, cancelled, terminated, timed_out")

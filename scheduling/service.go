@@ -143,7 +143,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	if in.Spec.Timezone == "" {
 		in.Spec.Timezone = "UTC"
 	}
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
 		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
 	}
@@ -324,7 +324,7 @@ type PauseInput struct {
 }
 
 func (in PauseInput) validate(now time.Time) error {
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if utf8.RuneCountInString(in.Reason) > MaxReasonLength {
 		v.Add("reason", fmt.Sprintf("must be at most %d characters", MaxReasonLength))
 	}

@@ -51,7 +51,7 @@ type intervalPart struct {
 // ("cron_expressions[0]", "intervals[1].every", "timezone"); a spec that is
 // well-formed but can never fire gets the code spec_never_fires.
 func Compile(spec models.Spec) (*CompiledSpec, error) {
-	verr := &ValidationError{Code: "validation_failed"}
+	verr := &ValidationError{Code: CodeValidationFailed}
 	if len(spec.CronExpressions) == 0 && len(spec.Intervals) == 0 {
 		verr.Add("cron_expressions", "add at least one cron expression or interval")
 		return nil, verr

@@ -108,7 +108,7 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
 	}
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
 		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
 	}
@@ -129,7 +129,7 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 		StartDeadlineSeconds: Nullable[int64]{Set: true, Value: in.StartDeadlineSeconds}}, now)
 	var fields *ValidationError
 	switch {
-	case errors.As(err, &fields) && fields.Code == "validation_failed":
+	case errors.As(err, &fields) && fields.Code == CodeValidationFailed:
 		v.Merge("", fields)
 	case err != nil:
 		return nil, err
@@ -161,7 +161,7 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 	if sch.Status == models.StatusDeleted {
 		return nil, conflict("schedule_deleted", "schedule %q is deleted and cannot be updated", sch.ScheduleID)
 	}
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	var compiled *CompiledSpec
 	if in.Spec != nil {
 		if in.Spec.Timezone == "" {

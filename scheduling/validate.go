@@ -176,7 +176,7 @@ func compileField(v *ValidationError, spec models.Spec) *CompiledSpec {
 	if err != nil {
 		if ve, ok := err.(*ValidationError); ok {
 			v.Merge("spec.", ve)
-			if ve.Code != "" && ve.Code != "validation_failed" {
+			if ve.Code != "" && ve.Code != CodeValidationFailed {
 				v.Code = ve.Code
 			}
 		} else {

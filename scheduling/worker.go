@@ -37,7 +37,7 @@ type PollRequest struct {
 }
 
 func (r *PollRequest) validate() error {
-	v := &ValidationError{Code: "validation_failed"}
+	v := &ValidationError{Code: CodeValidationFailed}
 	if r.Connection == "" {
 		r.Connection = "default"
 	}

@@ -38,7 +38,7 @@ func classify(err error) (int, apiError) {
 	case errors.As(err, &val):
 		code := val.Code
 		if code == "" {
-			code = "validation_failed"
+			code = scheduling.CodeValidationFailed
 		}
 		return http.StatusUnprocessableEntity, apiError{Code: code, Message: validationMessage(val), Fields: val.Fields}
 	case errors.As(err, &conf):
