@@ -49,13 +49,7 @@ func (s *Service) transition(ctx context.Context, tx bun.IDB, run *models.Run, n
 	if err != nil {
 		return err
 	}
-	if err := models.UpdateRun(ctx, tx, run); err != nil {
-		return err
-	}
-	if err := models.InsertRunEvent(ctx, tx, ev); err != nil {
-		return err
-	}
-	return models.SetInstanceStatus(ctx, tx, run.WorkflowInstanceID, run.Status, run)
+	return models.WriteTransition(ctx, tx, run, ev)
 }
 
 // finish moves an active run to a final status; out collects it for its
