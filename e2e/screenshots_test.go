@@ -65,7 +65,7 @@ func TestConsoleScreenshots(t *testing.T) {
 	must(t, "registry", expect.Locator(page.GetByTestId("schedule-row")).ToHaveCount(6))
 
 	row := scheduleRow(page, "nightly-billing-export")
-	must(t, "open History", row.GetByTestId("action-history").Click())
+	must(t, "open History", rowAction(t, row, "action-history").Click())
 	modal := page.GetByTestId("modal")
 	must(t, "history modal", expect.Locator(modal).ToBeVisible())
 	must(t, "history events", expect.Locator(modal.GetByTestId("history-event")).ToHaveCount(5))
