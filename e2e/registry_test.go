@@ -143,3 +143,43 @@ func TestRegistryIsOneLinePerSchedule(t *testing.T) {
 		must(t, "message gone", expect.Locator(msg).ToBeHidden())
 	})
 }
+
+// TestRegistryCardsOnAPhone: at 390×844 the registry is a list of cards
+// (one per schedule, side by side with nothing), nothing scrolls sideways,
+// and the row actions still work there.
+func TestRegistryCardsOnAPhone(t *testing.T) {
+	forEachDatabase(t, noLoop, func(t *testing.T, srv *server) {
+		api := newAPI(t, srv)
+		denseRegistry(api, 8)
+
+		page := newPage(t, pageOptions{BaseURL: srv.BaseURL})
+		must(t, "viewport", page.SetViewportSize(390, 844))
+		holdAutoRefresh(t, page)
+		openRegistry(t, page, "")
+		must(t, "8 cards", expect.Locator(page.GetByTestId("schedule-row")).ToHaveCount(8))
+		overflow, err := page.Evaluate(`() => document.documentElement.scrollWidth - document.documentElement.clientWidth`)
+		must(t, "horizontal overflow", err)
+		if n, _ := overflow.(int); n > 0 {
+			t.Fatalf("the registry scrolls sideways by %d px at 390 px", n)
+		}
+		// A card: the row is a grid as wide as the page, its cells stacked.
+		box, err := page.GetByTestId("schedule-row").First().BoundingBox()
+		must(t, "card box", err)
+		if box.Width > 390 || box.Width < 300 {
+			t.Fatalf("card width %.0f px at a 390 px viewport", box.Width)
+		}
+		must(t, "cards are grids", expect.Locator(page.GetByTestId("schedule-row").First()).ToHaveCSS("display", "grid"))
+		must(t, "no table header", expect.Locator(page.Locator("table.registry thead th").Nth(1)).Not().ToBeInViewport())
+		peek(t, page, "registry-390.png")
+
+		row := scheduleRow(page, "sched-01-nightly-warehouse-inventory-export")
+		must(t, "menu on a phone", rowAction(t, row, "action-trigger").Locator("summary").Click())
+		must(t, "trigger form fits", expect.Locator(row.GetByTestId("trigger-submit")).ToBeInViewport())
+		overflow, err = page.Evaluate(`() => document.documentElement.scrollWidth - document.documentElement.clientWidth`)
+		must(t, "horizontal overflow with the menu open", err)
+		if n, _ := overflow.(int); n > 0 {
+			t.Fatalf("the open menu makes the page scroll sideways by %d px", n)
+		}
+		peek(t, page, "registry-390-menu.png")
+	})
+}
