@@ -46,6 +46,12 @@ func TestConsoleRegistryHealthBoard(t *testing.T) {
 		c.api.must(200, "POST", v2+"/worker/poll", `{"worker_id":"w1","limit":1}`)
 		c.api.must(200, "POST", v2+"/worker/runs/"+tr["run_id"].(string)+"/fail", `{"worker_id":"w1","message":"disk full"}`)
 
+		// The page says what it is (title, favicon) and which build serves it.
+		whole := c.get("/waterline/schedules")
+		require.Contains(t, whole.Raw, "<title>Schedules · Tideline</title>")
+		require.Contains(t, whole.Raw, `<link rel="icon" href="/static/favicon.svg"`)
+		require.Contains(t, textOf(whole.Doc.Find(tid("footer"))), "Tideline test", "footer shows the version")
+
 		// Nothing late yet: no warning.
 		doc := c.page200("/waterline/schedules")
 		counts, current := chipCounts(t, doc)
