@@ -134,7 +134,7 @@ func TestAuthenticatedConsole(t *testing.T) {
 	// The console's own Resume works too, and the history names alice.
 	must(t, "resume", row.GetByTestId("resume-submit").Click())
 	must(t, "resumed", expect.Locator(row.GetByTestId("status-badge")).ToHaveAttribute("data-status", "active"))
-	must(t, "open History", row.GetByTestId("action-history").Click())
+	must(t, "open History", rowAction(t, row, "action-history").Click())
 	modal := admin.GetByTestId("modal")
 	must(t, "history actors", expect.Locator(modal.GetByTestId("history-event").GetByTestId("event-actor")).ToHaveText(
 		[]string{"by api · alice", "by ui · alice", "by ui · alice"}))
@@ -209,7 +209,7 @@ func TestAuthenticatedConsole(t *testing.T) {
 	must(t, "signed in as olga", expect.Locator(operator.GetByTestId("user")).ToHaveText("olga"))
 	orow := scheduleRow(operator, "payroll-run")
 	for _, action := range []string{"action-pause", "action-trigger", "action-backfill", "action-history"} {
-		must(t, "operator: "+action, expect.Locator(orow.GetByTestId(action)).ToBeVisible())
+		must(t, "operator: "+action, expect.Locator(rowAction(t, orow, action)).ToBeVisible())
 	}
 	for _, action := range []string{"action-edit", "action-delete"} {
 		must(t, "operator: no "+action, expect.Locator(orow.GetByTestId(action)).ToHaveCount(0))

@@ -227,11 +227,29 @@ func openRegistry(t *testing.T, page playwright.Page, query string) {
 	must(t, "registry results", expect.Locator(page.GetByTestId("registry-results")).ToBeVisible())
 }
 
+// rowAction returns the action testid in scope (a registry row), first
+// opening the row's ⋯ menu when the action sits in it, as a user would.
+// Outside a row menu (the detail page) it is just GetByTestId.
+func rowAction(t *testing.T, scope playwright.Locator, testid string) playwright.Locator {
+	t.Helper()
+	menu := scope.GetByTestId("row-menu")
+	if n, err := menu.GetByTestId(testid).Count(); err == nil && n > 0 {
+		open, err := menu.Evaluate("d => d.open", nil)
+		must(t, "is the row menu open", err)
+		if open != true {
+			must(t, "open the row menu", menu.Locator("summary").First().Click())
+			must(t, "row menu open", expect.Locator(menu).ToHaveAttribute("open", ""))
+		}
+	}
+	return scope.GetByTestId(testid)
+}
+
 // openDetails opens a row action's <details> disclosure (Pause…, Trigger…,
-// Delete…), which works with or without JavaScript.
+// Delete…; the last two in the row's ⋯ menu), which works with or without
+// JavaScript.
 func openDetails(t *testing.T, scope playwright.Locator, testid string) playwright.Locator {
 	t.Helper()
-	d := scope.GetByTestId(testid)
+	d := rowAction(t, scope, testid)
 	must(t, "open "+testid, d.Locator("summary").Click())
 	must(t, testid+" open", expect.Locator(d).ToHaveAttribute("open", ""))
 	return d

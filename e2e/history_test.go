@@ -44,7 +44,7 @@ func TestHistoryModalLoadMore(t *testing.T) {
 		holdAutoRefresh(t, page)
 		openRegistry(t, page, "")
 		row := scheduleRow(page, "minutely-ingest")
-		must(t, "open History", row.GetByTestId("action-history").Click())
+		must(t, "open History", rowAction(t, row, "action-history").Click())
 		modal := page.GetByTestId("modal")
 		must(t, "history modal open", expect.Locator(modal).ToBeVisible())
 		events := modal.GetByTestId("history-event")

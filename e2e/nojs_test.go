@@ -104,7 +104,7 @@ func TestWithoutJavaScript(t *testing.T) {
 		step(t, "backfill", func(t *testing.T) {
 			openRegistry(t, page, "")
 			row := scheduleRow(page, "nojs-nightly")
-			must(t, "open Backfill", row.GetByTestId("action-backfill").Click())
+			must(t, "open Backfill", rowAction(t, row, "action-backfill").Click())
 			panel := page.GetByTestId("backfill-panel")
 			must(t, "backfill page", expect.Locator(panel).ToBeVisible())
 			must(t, "from", panel.GetByTestId("input-from").Fill("2026-03-01T00:00"))
@@ -124,7 +124,7 @@ func TestWithoutJavaScript(t *testing.T) {
 		step(t, "history paging via links", func(t *testing.T) {
 			want := historyFixture(t, api, "nojs-busy", 130) // 132 events: pages of 100 and 32
 			openRegistry(t, page, "")
-			must(t, "open History", scheduleRow(page, "nojs-busy").GetByTestId("action-history").Click())
+			must(t, "open History", rowAction(t, scheduleRow(page, "nojs-busy"), "action-history").Click())
 			panel := page.GetByTestId("history-panel")
 			must(t, "history page", expect.Page(page).ToHaveURL(regexp.MustCompile(`/waterline/schedules/nojs-busy/history$`)))
 			events := panel.GetByTestId("history-event")

@@ -160,7 +160,7 @@ func TestPauseAndResume(t *testing.T) {
 		openRegistry(t, page, "")
 		must(t, "active after reload", expect.Locator(badge).ToHaveAttribute("data-status", "active"))
 
-		must(t, "open History", row.GetByTestId("action-history").Click())
+		must(t, "open History", rowAction(t, row, "action-history").Click())
 		modal := page.GetByTestId("modal")
 		must(t, "history modal open", expect.Locator(modal).ToBeVisible())
 		must(t, "modal title", expect.Locator(modal.Locator("#modal-title")).ToHaveText("History · billing-export"))
@@ -254,7 +254,7 @@ func TestBackfillDryRunThenConfirm(t *testing.T) {
 		holdAutoRefresh(t, page)
 		openRegistry(t, page, "")
 		row := scheduleRow(page, "ledger-hourly")
-		must(t, "open Backfill", row.GetByTestId("action-backfill").Click())
+		must(t, "open Backfill", rowAction(t, row, "action-backfill").Click())
 		modal := page.GetByTestId("modal")
 		must(t, "backfill modal open", expect.Locator(modal).ToBeVisible())
 		panel := modal.GetByTestId("backfill-panel")
@@ -287,7 +287,7 @@ func TestBackfillDryRunThenConfirm(t *testing.T) {
 
 		must(t, "close the modal", modal.GetByTestId("modal-close").Click())
 		must(t, "modal closed", expect.Locator(modal).ToBeHidden())
-		must(t, "open History", row.GetByTestId("action-history").Click())
+		must(t, "open History", rowAction(t, row, "action-history").Click())
 		must(t, "history modal open", expect.Locator(modal).ToBeVisible())
 		events := modal.GetByTestId("history-event")
 		must(t, "event types", expect.Locator(events.GetByTestId("event-type")).ToHaveText(

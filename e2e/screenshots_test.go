@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,10 +15,12 @@ import (
 // console screenshots the README links to.
 const screenshotsEnv = "TIDELINE_SCREENSHOTS"
 
-// TestConsoleScreenshots writes docs/console-registry-history.png (the
-// registry with a few realistic schedules and the History modal open) and
-// docs/console-create-form.png (the create form with its live preview), at
-// 1280×800, signed in as an admin. Run it after visible console changes:
+// TestConsoleScreenshots writes docs/console-registry.png (the registry at
+// 1440×900 with a failing schedule), docs/console-schedule.png (a schedule
+// page, whole), docs/console-registry-phone.png (390×844),
+// docs/console-registry-history.png (the History modal) and
+// docs/console-create-form.png (the create form with its live preview, both
+// at 1280×800), signed in as an admin. Run it after visible console changes:
 //
 //	TIDELINE_SCREENSHOTS=1 go test ./e2e/ -run TestConsoleScreenshots
 func TestConsoleScreenshots(t *testing.T) {
@@ -57,15 +60,47 @@ func TestConsoleScreenshots(t *testing.T) {
 	api.backfill("search-index-refresh", day.Add(-3*time.Hour), day.Add(-time.Hour))
 	post("/schedules/hourly-inventory-sync/trigger", map[string]any{})
 
+	// fraud-model-retrain: one good run, then two failures in a row, so
+	// the registry's health column has something to say.
+	for i, outcome := range []string{"complete", "fail", "fail"} {
+		var tr struct {
+			RunID string `json:"run_id"`
+		}
+		api.must(http.MethodPost, "/schedules/fraud-model-retrain/trigger", map[string]any{}, http.StatusOK, &tr)
+		api.must(http.MethodPost, "/worker/poll", map[string]any{"worker_id": "shots", "limit": 10}, http.StatusOK, nil)
+		body := map[string]any{"worker_id": "shots"}
+		if outcome == "fail" {
+			body["message"] = fmt.Sprintf("feature store timeout after 30 s (attempt %d)", i)
+			body["type"] = "timeout"
+		}
+		api.must(http.MethodPost, "/worker/runs/"+tr.RunID+"/"+outcome, body, http.StatusOK, nil)
+	}
+
 	page := newPage(t, pageOptions{BaseURL: srv.BaseURL})
-	must(t, "viewport", page.SetViewportSize(1280, 800))
+	must(t, "viewport", page.SetViewportSize(1440, 900))
 	holdAutoRefresh(t, page)
 	gotoOK(t, page, "/waterline/login")
 	signIn(t, page, toks.Admin)
 	must(t, "registry", expect.Locator(page.GetByTestId("schedule-row")).ToHaveCount(6))
+	must(t, "failing", expect.Locator(scheduleRow(page, "fraud-model-retrain").GetByTestId("consecutive-failures")).ToHaveText("2 failures in a row"))
+	shoot(t, page, "console-registry.png")
+
+	// The schedule page: health facts, the ledger heatmap, runs (whole page).
+	gotoOK(t, page, "/waterline/schedules/search-index-refresh")
+	must(t, "ledger", expect.Locator(page.GetByTestId("ledger").First()).ToBeVisible())
+	shootFull(t, page, "console-schedule.png")
+
+	// The registry on a phone: cards.
+	must(t, "phone viewport", page.SetViewportSize(390, 844))
+	gotoOK(t, page, "/waterline/schedules")
+	must(t, "cards", expect.Locator(page.GetByTestId("schedule-row").First()).ToHaveCSS("display", "grid"))
+	must(t, "scroll to the cards", page.GetByTestId("health-chips").ScrollIntoViewIfNeeded())
+	shoot(t, page, "console-registry-phone.png")
+	must(t, "laptop viewport", page.SetViewportSize(1280, 800))
+	gotoOK(t, page, "/waterline/schedules")
 
 	row := scheduleRow(page, "nightly-billing-export")
-	must(t, "open History", row.GetByTestId("action-history").Click())
+	must(t, "open History", rowAction(t, row, "action-history").Click())
 	modal := page.GetByTestId("modal")
 	must(t, "history modal", expect.Locator(modal).ToBeVisible())
 	must(t, "history events", expect.Locator(modal.GetByTestId("history-event")).ToHaveCount(5))
@@ -89,6 +124,16 @@ func TestConsoleScreenshots(t *testing.T) {
 	must(t, "scroll to the top", page.Locator("h1").ScrollIntoViewIfNeeded())
 	must(t, "blur", page.Locator("h1").Click())
 	shoot(t, page, "console-create-form.png")
+}
+
+// shootFull saves the whole page as docs/name.
+func shootFull(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	path := filepath.Join(repoRoot, "docs", name)
+	_, err := page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(path), FullPage: playwright.Bool(true),
+		Animations: playwright.ScreenshotAnimationsDisabled})
+	must(t, "screenshot "+name, err)
+	t.Logf("wrote %s", path)
 }
 
 // shoot saves the viewport as docs/name.

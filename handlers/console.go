@@ -170,13 +170,15 @@ func (r *request) cc(reason string) *scheduling.CommandContext {
 	return commandContext(r.c, "ui", reason)
 }
 
-// Home is the console's landing page.
+// Home answers GET /waterline: the registry is what an operator opens the
+// console for (its chips are the overview), so the landing page is a
+// redirect there, keeping ?namespace=.
 func (h *Console) Home(c echo.Context) error {
 	r, err := h.begin(c)
 	if err != nil {
 		return err
 	}
-	return ok(c, views.Home(r.layout("Tideline", "")))
+	return c.Redirect(http.StatusSeeOther, r.url(registryPath))
 }
 
 // SwitchNamespace answers GET /waterline/namespace?namespace=…: it remembers

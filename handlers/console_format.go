@@ -93,17 +93,32 @@ func relative(t, now time.Time) string {
 	return amount + " ago"
 }
 
-// durationText is a run's length: "850 ms", "1.2 s", "3 min 4 s".
+// durationText is a length of time as an operator reads it: "850 ms",
+// "2.3 s", "3 min 4 s", "1 d 18 h".
 func durationText(d time.Duration) string {
+	if d < 0 {
+		return "−" + durationText(-d)
+	}
+	// Two units at most, the smaller left out when it is zero: "4 min",
+	// "3 h 5 min", "1 d 18 h". A precise value is in the API.
+	two := func(big int64, bigUnit string, small int64, smallUnit string) string {
+		if small == 0 {
+			return fmt.Sprintf("%d %s", big, bigUnit)
+		}
+		return fmt.Sprintf("%d %s %d %s", big, bigUnit, small, smallUnit)
+	}
+	const day = 24 * time.Hour
 	switch {
 	case d < time.Second:
 		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 	case d < time.Minute:
 		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
 	case d < time.Hour:
-		return fmt.Sprintf("%d min %d s", int(d/time.Minute), int(d%time.Minute/time.Second))
+		return two(int64(d/time.Minute), "min", int64(d%time.Minute/time.Second), "s")
+	case d < day:
+		return two(int64(d/time.Hour), "h", int64(d%time.Hour/time.Minute), "min")
 	}
-	return fmt.Sprintf("%d h %d min", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	return two(int64(d/day), "d", int64(d%day/time.Hour), "h")
 }
 
 // specSentence splits the service's description from its zone: the

@@ -107,11 +107,36 @@ func (h *Console) Registry(c echo.Context) error {
 		return err
 	}
 	status, q, label, cursor, limitRaw := c.QueryParam("status"), c.QueryParam("q"), c.QueryParam("label"), c.QueryParam("cursor"), c.QueryParam("limit")
-	self := r.url(registryPath, "status", status, "q", q, "label", label, "cursor", cursor, "limit", limitRaw)
+	health, sort := c.QueryParam("health"), c.QueryParam("sort")
+	// list builds a registry URL from the current query with some values
+	// replaced; a new filter or order starts again at the first page.
+	list := func(over ...string) string {
+		kv := map[string]string{"status": status, "q": q, "label": label, "health": health, "sort": sort, "limit": limitRaw, "cursor": cursor}
+		for i := 0; i+1 < len(over); i += 2 {
+			kv[over[i]] = over[i+1]
+		}
+		return r.url(registryPath, "status", kv["status"], "q", kv["q"], "label", kv["label"], "health", kv["health"],
+			"sort", kv["sort"], "cursor", kv["cursor"], "limit", kv["limit"])
+	}
+	self := list()
 	v := views.RegistryView{
-		Filters:    views.RegistryFilters{Action: registryPath, Status: status, Q: q, Label: label, Namespace: r.urlNamespace()},
+		Filters: views.RegistryFilters{Action: registryPath, Status: status, Q: q, Label: label, Namespace: r.urlNamespace(),
+			Health: health, Sort: sort},
 		RefreshURL: self, BulkURL: r.url(registryPath + "/bulk"), CanBulk: r.canOperate(),
-		Filtered: status != "" || q != "" || label != "", ClearFiltersURL: r.url(registryPath),
+		Filtered: status != "" || q != "" || label != "" || health != "", ClearFiltersURL: r.url(registryPath),
+	}
+	counts, err := h.Service.Counts(c.Request().Context(), r.ns)
+	if err != nil {
+		return err
+	}
+	v.Chips = registryChips(counts, status, health, list)
+	v.Sorts = []views.FilterChip{
+		{Key: "schedule_id", Label: "ID", URL: list("sort", "", "cursor", ""), Current: sort == "" || sort == "schedule_id"},
+		{Key: "health", Label: "Health", URL: list("sort", "health", "cursor", ""), Current: sort == "health"},
+	}
+	if counts.Stale > 0 {
+		v.LoopWarning = fmt.Sprintf("%s more than %s past %s fire time: no scheduling loop seems to be running (every replica started with --no-loop, or the loop is stuck).",
+			countWord(int(counts.Stale), "schedule is", "schedules are"), durationText(scheduling.LoopGrace), plural(counts.Stale, "its", "their"))
 	}
 	if r.canAdmin() {
 		v.NewURL = r.url(registryPath + "/new")
@@ -128,7 +153,7 @@ func (h *Console) Registry(c echo.Context) error {
 	var page *scheduling.SchedulePage
 	if err == nil {
 		page, err = h.Service.List(c.Request().Context(), scheduling.ListFilter{
-			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit)})
+			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit), Health: health, Sort: sort})
 	}
 	l := r.layout("Schedules", "schedules")
 	if err != nil {
@@ -146,15 +171,32 @@ func (h *Console) Registry(c echo.Context) error {
 		v.Rows = append(v.Rows, r.row(&page.Schedules[i], self))
 	}
 	if page.HasMore {
-		v.Pager.NextURL = r.url(registryPath, "status", status, "q", q, "label", label, "cursor", page.NextCursor, "limit", limitRaw)
+		v.Pager.NextURL = list("cursor", page.NextCursor)
 	}
 	if cursor != "" {
-		v.Pager.FirstURL = r.url(registryPath, "status", status, "q", q, "label", label, "limit", limitRaw)
+		v.Pager.FirstURL = list("cursor", "")
 	}
 	if isHX(c) {
 		return ok(c, views.RegistryResults(csrfToken(c), v))
 	}
 	return ok(c, views.RegistryPage(l, v))
+}
+
+// registryChips are the health filters with their counts. A chip sets one
+// of status (active, paused) or health (failing, overdue) and clears the
+// other, so exactly one is current; "all" clears both.
+func registryChips(n models.ScheduleCounts, status, health string, list func(...string) string) []views.FilterChip {
+	chip := func(key, label string, count int64, st, he string) views.FilterChip {
+		return views.FilterChip{Key: key, Label: label, Count: count, URL: list("status", st, "health", he, "cursor", ""),
+			Current: status == st && health == he}
+	}
+	return []views.FilterChip{
+		chip("all", "All", n.All, "", ""),
+		chip("failing", "Failing", n.Failing, "", "failing"),
+		chip("overdue", "Overdue", n.Overdue, "", "overdue"),
+		chip("paused", "Paused", n.Paused, "paused", ""),
+		chip("active", "Active", n.Active, "active", ""),
+	}
 }
 
 // Bulk answers POST /waterline/schedules/bulk (ids…, action, reason).
@@ -502,7 +544,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 	}
 	for _, a := range s.RecentActions {
 		ra := views.RecentActionView{InstanceID: a.InstanceID, Outcome: a.Outcome, FiredAt: moment(a.FiredAt, loc, r.now),
-			OccurrenceTime: absMoment(a.OccurrenceTime, loc), FireLag: fmt.Sprintf("%d ms", a.FireLagMs), Reason: a.Reason}
+			OccurrenceTime: absMoment(a.OccurrenceTime, loc), FireLag: durationText(time.Duration(a.FireLagMs) * time.Millisecond), Reason: a.Reason}
 		if a.RunID != "" {
 			ra.Run = views.Link{Label: a.RunID, URL: r.url(runURL(a.RunID))}
 		}
@@ -520,4 +562,11 @@ func intervalText(iv models.Interval) string {
 		return "every " + iv.Every
 	}
 	return "every " + iv.Every + ", offset " + iv.Offset
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

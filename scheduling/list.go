@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidelinehq/tideline/models"
 )
@@ -24,7 +25,7 @@ type ListFilter struct {
 	Label        string // "key:value"
 	Cursor       string // opaque, from a previous SchedulePage
 	Limit        int
-	Health       string // "" (any) or "failing": consecutive failures > 0
+	Health       string // "" (any), "failing": consecutive failures > 0, or "overdue": active and past its next fire
 	Sort         string // "" or "schedule_id" (default), or "health": most consecutive failures first
 }
 
@@ -61,8 +62,11 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	case "":
 	case "failing":
 		filter.Failing = true
+	case "overdue":
+		now := s.clock.Now()
+		filter.DueBefore = &now
 	default:
-		v.Add("health", "must be failing (or left out)")
+		v.Add("health", "must be failing or overdue (or left out)")
 	}
 	switch f.Sort {
 	case "", "schedule_id":
@@ -124,4 +128,15 @@ func decodeListCursor(cursor string, byHealth bool) (failures int64, scheduleID 
 		failures, key = n, id
 	}
 	return failures, key, ValidScheduleID(key)
+}
+
+// LoopGrace is how far past its fire time an active schedule may be before
+// the console says no scheduling loop seems to be running: a loop ticks
+// every few seconds, so a minute late means none is (or it is stuck).
+const LoopGrace = time.Minute
+
+// Counts are a namespace's live schedules by health (the registry's chips).
+func (s *Service) Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error) {
+	now := s.clock.Now()
+	return models.CountSchedules(ctx, s.db, namespace, now, now.Add(-LoopGrace))
 }

@@ -103,6 +103,72 @@
     if (ev.target && ev.target.id === "toast") ev.target.hidden = true;
   });
 
+  // Row menus and popovers (<details data-menu>: Pause…, the ⋯ menu, the
+  // Trigger… and Delete… inside it). Without this script they open and
+  // close like any disclosure; with it, one is open at a time (opening one
+  // closes every other that does not contain it), Esc closes the innermost
+  // and gives focus back to its summary, and a click outside closes them.
+  function openMenus() {
+    return Array.prototype.slice.call(document.querySelectorAll("details[data-menu][open]"));
+  }
+  document.addEventListener("toggle", function (ev) {
+    var d = ev.target;
+    if (!d.matches || !d.matches("details[data-menu]") || !d.open) return;
+    openMenus().forEach(function (other) {
+      if (other !== d && !other.contains(d)) other.open = false;
+    });
+    // The Pause… popover asks for a reason: start there.
+    var first = d.querySelector(":scope > form input[type=text]");
+    if (first) first.focus();
+  }, true);
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Escape") return;
+    var modal = document.getElementById("modal");
+    if (modal && modal.open) return; // the dialog handles its own Esc
+    var open = openMenus();
+    if (open.length) {
+      // The innermost open one is the last in document order.
+      var d = open[open.length - 1];
+      d.open = false;
+      var summary = d.querySelector(":scope > summary");
+      if (summary) summary.focus();
+      ev.preventDefault();
+      return;
+    }
+    var msg = document.querySelector("[data-row-message]:not([hidden])");
+    if (msg) msg.hidden = true;
+  });
+  document.addEventListener("click", function (ev) {
+    var t = ev.target;
+    if (t.closest && t.closest("[data-dismiss]")) {
+      var box = t.closest("[data-row-message]");
+      if (box) box.hidden = true;
+      return;
+    }
+    openMenus().forEach(function (d) {
+      if (!d.contains(t)) d.open = false;
+    });
+    // A link in the ⋯ menu (History, Backfill…) opens a modal or a page:
+    // the menu has done its job.
+    var link = t.closest && t.closest(".menu-panel a");
+    if (link) {
+      var menu = link.closest("details.menu");
+      if (menu) menu.open = false;
+    }
+  });
+
+  // The result of a row action is swapped in with the row; say it to
+  // screen readers through the page's live region too (an element that
+  // arrives already filled is not always announced).
+  document.addEventListener("htmx:afterSettle", function () {
+    var live = document.getElementById("announce");
+    if (!live) return;
+    document.querySelectorAll("[data-row-message]:not([data-announced])").forEach(function (msg) {
+      msg.setAttribute("data-announced", "");
+      live.textContent = msg.textContent.replace(/\u00d7\s*$/, "").replace(/\s+/g, " ").trim();
+    });
+  });
+
   // Content htmx adds (rows, modal panels) gets the same enhancements.
   document.addEventListener("htmx:load", function (ev) {
     if (ev.target && ev.target.querySelectorAll) enhance(ev.target);

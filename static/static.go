@@ -1,5 +1,5 @@
 // Package static embeds the console's assets: the stylesheet, the console's
-// small script and a vendored htmx (no CDN: operators' browsers may be offline).
+// small script, its icon and a vendored htmx (no CDN: operators' browsers may be offline).
 package static
 
 import (
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-//go:embed *.css *.js
+//go:embed *.css *.js *.svg
 var files embed.FS
 
 // Handler serves the embedded files; the caller strips the URL prefix.

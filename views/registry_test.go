@@ -35,7 +35,10 @@ func TestRegistryRowsShowStatusNextFireAndLastResult(t *testing.T) {
 	last := first.Find(testid("last-result"))
 	require.Equal(t, "triggered", text(last.Find(testid("outcome-badge"))))
 	require.True(t, last.Find(testid("outcome-badge")).HasClass("badge-triggered"))
-	require.Equal(t, "2026-07-15 02:00 EDT", text(last.Find("time")))
+	// The last result is compact (relative), the full time in its tooltip.
+	require.Equal(t, "1 day ago", text(last.Find("time")))
+	require.Equal(t, "2026-07-15 02:00 EDT", attr(t, last.Find("time"), "title"))
+	require.NotEmpty(t, attr(t, last.Find("time"), "datetime"))
 	require.Equal(t, "41", text(first.Find(testid("fires-count"))))
 	require.Equal(t, "2", text(first.Find(testid("skips-count"))))
 	require.Equal(t, "team=billing", text(first.Find(testid("chip"))))
@@ -256,4 +259,49 @@ func TestRegistryResultsIsTheRefreshFragment(t *testing.T) {
 	require.Equal(t, 1, doc.Find("#registry-results").Length())
 	require.Equal(t, 2, doc.Find("#registry-results "+testid("schedule-row")).Length())
 	require.Zero(t, doc.Find("header").Length(), "no layout in the fragment")
+}
+
+// A registry row keeps Resume/Pause… inline and puts the rest behind one ⋯
+// menu (a <details> disclosure: no JavaScript needed); a lone History (a
+// viewer's row) stays a button, and the detail page's bar has no menu.
+func TestRegistryRowMenu(t *testing.T) {
+	t.Parallel()
+	row := ScheduleRowView{ScheduleID: "s.1", Status: "active", Actions: allActions("s.1")}
+	doc, _ := renderIn(t, "<table><tbody>", "</tbody></table>", ScheduleRow("tok", row))
+	actions := doc.Find(testid("schedule-actions"))
+	menu := actions.Find(testid("row-menu"))
+	require.Equal(t, "details", goquery.NodeName(menu))
+	_, marked := menu.Attr("data-menu")
+	require.True(t, marked, "console.js closes menus marked data-menu")
+	require.Equal(t, "More actions for s.1", attr(t, menu.Find("summary").First(), "aria-label"))
+	for _, id := range []string{"action-trigger", "action-backfill", "action-history", "action-edit", "action-delete"} {
+		require.Equal(t, 1, menu.Find(testid(id)).Length(), "%s is in the menu", id)
+	}
+	for _, id := range []string{"action-pause", "action-resume"} {
+		require.Equal(t, 1, actions.Find(testid(id)).Length(), id)
+		require.Zero(t, menu.Find(testid(id)).Length(), "%s stays inline", id)
+	}
+
+	viewer := ScheduleRowView{ScheduleID: "v", Status: "active", Actions: ScheduleActions{ScheduleID: "v", HistoryURL: "/waterline/schedules/v/history"}}
+	doc, _ = renderIn(t, "<table><tbody>", "</tbody></table>", ScheduleRow("tok", viewer))
+	require.Zero(t, doc.Find(testid("row-menu")).Length(), "no menu for one action")
+	require.Equal(t, "a", goquery.NodeName(doc.Find(testid("schedule-actions")).Children().First()))
+
+	bar := render(t, ScheduleActionsBar("tok", allActions("s.1"), false))
+	require.Zero(t, bar.Find(testid("row-menu")).Length(), "the detail page shows every action")
+	require.Equal(t, 1, bar.Find(testid("action-trigger")).Length())
+}
+
+// A row action's result is a message beside the row, with a dismiss button.
+func TestRegistryRowMessage(t *testing.T) {
+	t.Parallel()
+	row := ScheduleRowView{ScheduleID: "s1", Status: "paused", Notice: &Flash{Kind: "ok", Message: "Paused s1."}}
+	doc, _ := renderIn(t, "<table><tbody>", "</tbody></table>", ScheduleRow("tok", row))
+	msg := doc.Find(testid("row-message"))
+	require.Equal(t, "Paused s1.", text(msg.Find(testid("row-notice"))))
+	require.Equal(t, "button", attr(t, msg.Find("[data-dismiss]"), "type"))
+	require.Equal(t, "Dismiss this message", attr(t, msg.Find("[data-dismiss]"), "aria-label"))
+
+	quiet, _ := renderIn(t, "<table><tbody>", "</tbody></table>", ScheduleRow("tok", ScheduleRowView{ScheduleID: "s1", Status: "active"}))
+	require.Zero(t, quiet.Find(testid("row-message")).Length())
 }

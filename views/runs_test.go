@@ -1,6 +1,7 @@
 package views
 
 import (
+	"github.com/PuerkitoBio/goquery"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,6 +62,11 @@ func TestRunDetail(t *testing.T) {
 	cancel := doc.Find(testid("run-cancel-form"))
 	require.Equal(t, "/waterline/runs/01A/cancel", attr(t, cancel, "action"))
 	require.Equal(t, "tok-123", attr(t, cancel.Find(`input[name="_csrf"]`), "value"))
+	// Cancelling asks first: the form sits in a closed disclosure.
+	require.Equal(t, "details", goquery.NodeName(doc.Find(testid("run-cancel"))))
+	_, open := doc.Find(testid("run-cancel")).Attr("open")
+	require.False(t, open)
+	require.Equal(t, "submit", attr(t, cancel.Find(testid("run-cancel-submit")), "type"))
 	require.Equal(t, "/waterline/runs/01A/terminate", attr(t, doc.Find(testid("run-terminate-form")), "action"))
 
 	v.CanCancel, v.CanTerminate = false, false
