@@ -118,23 +118,32 @@ func IsPostgres(db bun.IDB) bool {
 	return db.Dialect().Name() == dialect.PG
 }
 
-// ForUpdateSkipLocked adds the row-claiming clause where the database has it.
-// SQLite has a single writer (and _txlock=immediate), so a plain SELECT inside
-// the transaction is already exclusive there.
-func ForUpdateSkipLocked(q *bun.SelectQuery) *bun.SelectQuery {
+// Lock adds a row-locking clause ("UPDATE", "UPDATE OF s SKIP LOCKED")
+// where the database has row locks. SQLite has a single writer (and
+// _txlock=immediate), so a plain SELECT inside the transaction is already
+// exclusive there. Every row lock of the product goes through here.
+func Lock(q *bun.SelectQuery, clause string) *bun.SelectQuery {
 	if IsPostgres(q.DB()) {
-		return q.For("UPDATE SKIP LOCKED")
+		return q.For(clause)
 	}
 	return q
 }
 
-// ForUpdate locks the selected rows until the transaction ends (PostgreSQL);
-// on SQLite the immediate transaction already holds the write lock.
-func ForUpdate(q *bun.SelectQuery) *bun.SelectQuery {
-	if IsPostgres(q.DB()) {
-		return q.For("UPDATE")
+// JSONText is the dialect's expression for a top-level JSON string field of
+// column. key must be a constant identifier (it is interpolated).
+func JSONText(db bun.IDB, column, key string) string {
+	if IsPostgres(db) {
+		return column + "->>'" + key + "'"
 	}
-	return q
+	return "json_extract(" + column + ", '$." + key + "')"
+}
+
+// JSONTextParam is JSONText with the key bound as the query's next argument.
+func JSONTextParam(db bun.IDB, column string) string {
+	if IsPostgres(db) {
+		return column + "->>?"
+	}
+	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
 
 // redact hides a password in a connection URL before it reaches a log or an error.

@@ -125,9 +125,7 @@ func ClaimFailing(ctx context.Context, tx bun.IDB, limit int) ([]Schedule, error
 		Where("s.status = ? AND s.pause_after_failures IS NOT NULL", StatusActive).
 		Where("h.consecutive_failures >= s.pause_after_failures AND h.consecutive_failures > h.paused_at_failures").
 		OrderExpr("s.id ASC").Limit(int64(limit))
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE OF s SKIP LOCKED")
-	}
+	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim failing schedules: %w", err)
 	}

@@ -155,7 +155,7 @@ func ClaimDeliveries(ctx context.Context, tx bun.IDB, now time.Time, limit int) 
 		Where("d.status IN (?)", bun.In([]string{DeliveryPending, DeliverySending})).
 		Where("d.next_attempt_at <= ?", now).
 		OrderExpr("d.next_attempt_at ASC, d.id ASC").Limit(int64(limit))
-	if err := database.ForUpdateSkipLocked(q).Scan(ctx); err != nil {
+	if err := database.Lock(q, "UPDATE SKIP LOCKED").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim deliveries: %w", err)
 	}
 	return out, nil
@@ -258,7 +258,7 @@ func ClaimStartDeadlines(ctx context.Context, tx bun.IDB, now time.Time, limit i
 		Where("r.start_deadline_at IS NOT NULL AND r.status = ?", RunPending).
 		Where("r.start_deadline_at <= ?", now).
 		OrderExpr("r.start_deadline_at ASC").Limit(int64(limit))
-	if err := database.ForUpdateSkipLocked(q).Scan(ctx); err != nil {
+	if err := database.Lock(q, "UPDATE SKIP LOCKED").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim start deadlines: %w", err)
 	}
 	return out, nil

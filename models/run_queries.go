@@ -73,7 +73,7 @@ func GetRun(ctx context.Context, db bun.IDB, namespace, runID string) (*Run, err
 // LockRun reads a run by ID and locks it until the transaction ends.
 func LockRun(ctx context.Context, tx bun.IDB, runID string) (*Run, error) {
 	r := new(Run)
-	q := database.ForUpdate(tx.NewSelect().Model(r).Where("r.id = ?", runID))
+	q := database.Lock(tx.NewSelect().Model(r).Where("r.id = ?", runID), "UPDATE")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("lock run: %w", err)
 	}
@@ -159,9 +159,7 @@ func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, now, cancelBefore time.Ti
 				WhereOr("(r.status = ? AND r.lease_expires_at <= ?)", RunRunning, now)
 		}).
 		OrderExpr("r.id ASC").Limit(int64(limit))
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE OF r SKIP LOCKED")
-	}
+	q = database.Lock(q, "UPDATE OF r SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim expired runs: %w", err)
 	}
@@ -178,9 +176,7 @@ func ClaimPending(ctx context.Context, tx bun.IDB, now time.Time, namespace, con
 		Where("r.namespace = ? AND r.connection = ? AND r.queue = ? AND r.status = ?", namespace, connection, queue, RunPending).
 		Where("(r.available_at IS NULL OR r.available_at <= ?)", now).
 		OrderExpr("r.id ASC").Limit(int64(limit))
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE SKIP LOCKED")
-	}
+	q = database.Lock(q, "UPDATE SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim pending runs: %w", err)
 	}

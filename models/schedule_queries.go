@@ -52,9 +52,7 @@ func LockSchedule(ctx context.Context, tx bun.IDB, namespace, scheduleID string)
 	s := new(ClaimedSchedule)
 	q := tx.NewSelect().Model(s).
 		Where("s.namespace = ? AND s.schedule_id = ?", namespace, scheduleID)
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE")
-	}
+	q = database.Lock(q, "UPDATE")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("lock schedule: %w", err)
 	}
@@ -123,9 +121,7 @@ func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Clai
 		Where("s.next_fire_at <= ?", now).
 		OrderExpr("s.next_fire_at ASC, s.id ASC").
 		Limit(int64(limit))
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE SKIP LOCKED")
-	}
+	q = database.Lock(q, "UPDATE SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim due schedules: %w", err)
 	}
@@ -204,9 +200,7 @@ func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedu
 		Where("(r.id IS NULL OR r.status NOT IN (?))", bun.In(ActiveRunStatuses)).
 		OrderExpr("s.id ASC").
 		Limit(int64(limit))
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE OF s SKIP LOCKED")
-	}
+	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim drainable schedules: %w", err)
 	}
@@ -287,13 +281,13 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	}
 	if f.Text != "" {
 		like := "%" + escapeLike(strings.ToLower(f.Text)) + "%"
-		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+jsonText(db, "s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
+		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+database.JSONText(db, "s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
 	}
 	if f.WorkflowType != "" {
-		q = q.Where(jsonText(db, "s.action", "workflow_type")+" = ?", f.WorkflowType)
+		q = q.Where(database.JSONText(db, "s.action", "workflow_type")+" = ?", f.WorkflowType)
 	}
 	if f.LabelKey != "" {
-		q = q.Where(jsonTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
+		q = q.Where(database.JSONTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
 	}
 	if f.Failing {
 		q = q.Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id AND h.consecutive_failures > 0")
@@ -328,23 +322,6 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 		out[i] = rows[i].schedule()
 	}
 	return out, more, nil
-}
-
-// jsonText is the dialect's expression for a top-level JSON string field.
-// key must be a constant identifier (it is interpolated).
-func jsonText(db bun.IDB, column, key string) string {
-	if database.IsPostgres(db) {
-		return column + "->>'" + key + "'"
-	}
-	return "json_extract(" + column + ", '$." + key + "')"
-}
-
-// jsonTextParam is jsonText with the key bound as the first query argument.
-func jsonTextParam(db bun.IDB, column string) string {
-	if database.IsPostgres(db) {
-		return column + "->>?"
-	}
-	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
 
 func escapeLike(s string) string {
@@ -424,9 +401,7 @@ func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) 
 	q := tx.NewSelect().Model((*Schedule)(nil)).Column("s.id").
 		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now).
 		OrderExpr("s.paused_until ASC, s.id ASC").Limit(int64(limit))
-	if database.IsPostgres(tx) {
-		q = q.For("UPDATE SKIP LOCKED")
-	}
+	q = database.Lock(q, "UPDATE SKIP LOCKED")
 	if err := q.Scan(ctx, &ids); err != nil {
 		return nil, fmt.Errorf("claim ended pauses: %w", err)
 	}

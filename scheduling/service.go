@@ -13,6 +13,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/models"
 )
 
@@ -208,7 +209,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 			return err
 		}
 		if err := models.InsertSchedule(ctx, tx, sch); err != nil {
-			if isUniqueViolation(err) {
+			if database.IsUniqueViolation(err) {
 				return conflict("schedule_already_exists", "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
 			}
 			return err
@@ -248,11 +249,6 @@ func nonNilMap(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
-}
-
-func isUniqueViolation(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "23505") || strings.Contains(msg, "UNIQUE constraint failed")
 }
 
 // scheduleNext computes the next canonical fire strictly after `after` and
