@@ -60,13 +60,13 @@ func mergeRecent(db bun.IDB) string {
 		ORDER BY k LIMIT %d))`, RecentRunsKept)
 }
 
-// ApplyHealth adds the deltas to workflow_schedule_health, one upsert per
+// AddHealth adds the deltas to workflow_schedule_health, one upsert per
 // schedule, in schedule order. Callers apply them as the last writes of
 // their transaction: then no transaction holds a health row while it waits
 // for another lock, and rows taken in one order cannot form a cycle — so
 // workers (who lock a run first) and the tick (which locks schedules, then
 // runs) never deadlock over health.
-func ApplyHealth(ctx context.Context, db bun.IDB, deltas []HealthDelta, now time.Time) error {
+func AddHealth(b *Batch, db bun.IDB, deltas []HealthDelta, now time.Time) error {
 	slices.SortFunc(deltas, func(a, b HealthDelta) int { return strings.Compare(a.ScheduleULID, b.ScheduleULID) })
 	for _, d := range deltas {
 		r := d.Finished[len(d.Finished)-1]
@@ -74,7 +74,7 @@ func ApplyHealth(ctx context.Context, db bun.IDB, deltas []HealthDelta, now time
 		if err != nil {
 			return fmt.Errorf("encode recent runs: %w", err)
 		}
-		_, err = db.NewRaw(`
+		err = b.Add(db.NewRaw(`
 			INSERT INTO workflow_schedule_health (schedule_ulid, consecutive_failures, failures_count, paused_at_failures,
 				last_run_id, last_run_status, last_run_finished_at, last_run_error, recent_runs, updated_at)
 			VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?)
@@ -88,7 +88,7 @@ func ApplyHealth(ctx context.Context, db bun.IDB, deltas []HealthDelta, now time
 				last_run_finished_at = excluded.last_run_finished_at, last_run_error = excluded.last_run_error,
 				updated_at = excluded.updated_at`,
 			d.ScheduleULID, d.ConsecutiveAdd, d.Failures, r.ID, r.Status, r.FinishedAt, r.FailureMessage, string(recent), now,
-			d.Reset, d.Reset).Exec(ctx)
+			d.Reset, d.Reset))
 		if err != nil {
 			return fmt.Errorf("update schedule health: %w", err)
 		}

@@ -237,16 +237,49 @@ func InsertRunEvents(ctx context.Context, db bun.IDB, list []*RunEvent) error {
 	return nil
 }
 
-// WriteTransition writes a run change, the run's new history event and the
-// status mirrored onto its instance in one round trip: every claim and
-// every end of a run does exactly this, and three round trips where one
-// does cost workers a fifth of their throughput (docs/PERFORMANCE.md). The
-// statements are bun's own, joined; bun inlines every value, so the joined
-// text needs no arguments.
-func WriteTransition(ctx context.Context, db bun.IDB, r *Run, ev *RunEvent) error {
-	gen := schema.NewQueryGen(db.Dialect())
-	var sql []byte
+// Batch gathers write statements to send in one round trip. bun inlines
+// every value into its statements, so the joined text needs no arguments.
+// Workers are bound by round trips: a completion sent as one batch instead
+// of five statements is most of their throughput (docs/PERFORMANCE.md).
+type Batch struct {
+	gen schema.QueryGen
+	sql []byte
+}
+
+// NewBatch starts an empty batch for db's dialect.
+func NewBatch(db bun.IDB) *Batch { return &Batch{gen: schema.NewQueryGen(db.Dialect())} }
+
+// Add appends a statement.
+func (b *Batch) Add(q interface {
+	AppendQuery(schema.QueryGen, []byte) ([]byte, error)
+}) error {
+	if len(b.sql) > 0 {
+		b.sql = append(b.sql, ";\n"...)
+	}
 	var err error
+	if b.sql, err = q.AppendQuery(b.gen, b.sql); err != nil {
+		return fmt.Errorf("build batched statement: %w", err)
+	}
+	return nil
+}
+
+// Exec sends the batch, if any, and empties it.
+func (b *Batch) Exec(ctx context.Context, db bun.IDB) error {
+	if len(b.sql) == 0 {
+		return nil
+	}
+	sql := string(b.sql)
+	b.sql = b.sql[:0]
+	if _, err := db.ExecContext(ctx, sql); err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
+	return nil
+}
+
+// AddTransition adds a run change, the run's new history event and the
+// status mirrored onto its instance: what every claim and every end of a
+// run writes.
+func AddTransition(b *Batch, db bun.IDB, r *Run, ev *RunEvent) error {
 	for _, q := range []interface {
 		AppendQuery(schema.QueryGen, []byte) ([]byte, error)
 	}{
@@ -254,15 +287,9 @@ func WriteTransition(ctx context.Context, db bun.IDB, r *Run, ev *RunEvent) erro
 		db.NewInsert().Model(ev),
 		db.NewUpdate().Model((*Instance)(nil)).Set("status = ?", r.Status).Set("updated_at = ?", r.UpdatedAt).Where("id = ?", r.WorkflowInstanceID),
 	} {
-		if len(sql) > 0 {
-			sql = append(sql, ";\n"...)
+		if err := b.Add(q); err != nil {
+			return err
 		}
-		if sql, err = q.AppendQuery(gen, sql); err != nil {
-			return fmt.Errorf("build run transition: %w", err)
-		}
-	}
-	if _, err := db.ExecContext(ctx, string(sql)); err != nil {
-		return fmt.Errorf("write run transition: %w", err)
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func selects(selector, labels map[string]string) bool {
 // It reads the namespaces' notifiers (few, capped per namespace) and, only
 // when one subscribes, the labels of the schedules concerned — plain reads
 // that take no lock, so it may run in a run-ending transaction (see
-// models.ApplyHealth on lock order).
+// models.AddHealth on lock order).
 func enqueueNotices(ctx context.Context, tx bun.IDB, now time.Time, notices []notice) error {
 	if len(notices) == 0 {
 		return nil

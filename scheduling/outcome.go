@@ -11,7 +11,7 @@ import (
 
 // outcomes collects the runs a transaction finished, in order, so that
 // their schedules' health is written as the transaction's last statements
-// (models.ApplyHealth explains why last). Every path that ends a run —
+// (models.AddHealth explains why last). Every path that ends a run —
 // workers, the deadline sweep, operators, overlap policies — goes through
 // finish, which adds the run here. It also collects the transaction's
 // other notification facts (late fires, pauses, backfills): flush turns
@@ -20,6 +20,11 @@ import (
 type outcomes struct {
 	runs    []models.Run
 	notices []notice
+	// batch, when set, collects the transaction's run writes too, so that
+	// flush sends them with the health in one round trip. Only for a
+	// transaction without savepoints (a rolled-back savepoint could not
+	// take back what the batch holds).
+	batch *models.Batch
 }
 
 // note adds a notification fact.
@@ -41,7 +46,7 @@ func (o *outcomes) rollback(m outcomesMark) {
 }
 
 // flush writes the collected notifications and applies the outcomes to
-// health (last, see models.ApplyHealth), then forgets them.
+// health (last, see models.AddHealth), then forgets them.
 func (o *outcomes) flush(ctx context.Context, tx bun.IDB, now time.Time) error {
 	notices := o.notices
 	for i := range o.runs {
@@ -53,8 +58,12 @@ func (o *outcomes) flush(ctx context.Context, tx bun.IDB, now time.Time) error {
 	if err := enqueueNotices(ctx, tx, now, notices); err != nil {
 		return err
 	}
+	b := o.batch
+	if b == nil {
+		b = models.NewBatch(tx)
+	}
 	if len(o.runs) == 0 {
-		return nil
+		return b.Exec(ctx, tx)
 	}
 	index := map[string]int{}
 	var deltas []models.HealthDelta
@@ -78,7 +87,10 @@ func (o *outcomes) flush(ctx context.Context, tx bun.IDB, now time.Time) error {
 		d.Finished = append(d.Finished, run)
 	}
 	o.runs = nil
-	return models.ApplyHealth(ctx, tx, deltas, now)
+	if err := models.AddHealth(b, tx, deltas, now); err != nil {
+		return err
+	}
+	return b.Exec(ctx, tx)
 }
 
 func unsuccessful(status string) bool {

@@ -42,14 +42,23 @@ func (s *Service) newRunEvent(run *models.Run, now time.Time, eventType string, 
 	}, nil
 }
 
-// transition saves a run change, its history event and the instance status.
-func (s *Service) transition(ctx context.Context, tx bun.IDB, run *models.Run, now time.Time, eventType string, payload map[string]any) error {
+// transition saves a run change, its history event and the instance
+// status, in one round trip — or, when out batches its transaction's
+// writes, with the rest of them at flush.
+func (s *Service) transition(ctx context.Context, tx bun.IDB, out *outcomes, run *models.Run, now time.Time, eventType string, payload map[string]any) error {
 	run.UpdatedAt = now
 	ev, err := s.newRunEvent(run, now, eventType, payload)
 	if err != nil {
 		return err
 	}
-	return models.WriteTransition(ctx, tx, run, ev)
+	if out != nil && out.batch != nil {
+		return models.AddTransition(out.batch, tx, run, ev)
+	}
+	b := models.NewBatch(tx)
+	if err := models.AddTransition(b, tx, run, ev); err != nil {
+		return err
+	}
+	return b.Exec(ctx, tx)
 }
 
 // finish moves an active run to a final status; out collects it for its
@@ -58,7 +67,7 @@ func (s *Service) finish(ctx context.Context, tx bun.IDB, out *outcomes, run *mo
 	run.Status = status
 	run.FinishedAt = ptrTime(now)
 	run.LeaseExpiresAt, run.AvailableAt = nil, nil
-	if err := s.transition(ctx, tx, run, now, eventType, payload); err != nil {
+	if err := s.transition(ctx, tx, out, run, now, eventType, payload); err != nil {
 		return err
 	}
 	out.add(run)
@@ -111,7 +120,7 @@ func (s *Service) failAttempt(ctx context.Context, tx bun.IDB, out *outcomes, ru
 	if t := run.RunTimeoutSeconds; t != nil {
 		run.RunDeadlineAt = ptrTime(next.Add(time.Duration(*t) * time.Second))
 	}
-	return s.transition(ctx, tx, run, now, RunEventAttemptFailed, attempt)
+	return s.transition(ctx, tx, out, run, now, RunEventAttemptFailed, attempt)
 }
 
 // requestCancel asks an active run to stop gracefully. A run no worker has
@@ -126,7 +135,7 @@ func (s *Service) requestCancel(ctx context.Context, tx bun.IDB, out *outcomes, 
 		return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": reason})
 	case run.Status == models.RunRunning && run.CancelRequestedAt == nil:
 		run.CancelRequestedAt = ptrTime(now)
-		return s.transition(ctx, tx, run, now, RunEventCancelRequested, map[string]any{"reason": reason})
+		return s.transition(ctx, tx, out, run, now, RunEventCancelRequested, map[string]any{"reason": reason})
 	}
 	return nil
 }

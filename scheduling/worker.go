@@ -122,7 +122,7 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 			if req.Principal != "" {
 				run.WorkerPrincipal = &req.Principal
 			}
-			if err := s.transition(ctx, tx, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
+			if err := s.transition(ctx, tx, nil, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
 				return err
 			}
 		}
@@ -222,7 +222,9 @@ func (s *Service) runChange(ctx context.Context, namespace, runID string, holder
 			return conflict("run_held_by_another_worker", "run %q is held by another worker", runID)
 		}
 		changed = run
-		var ended outcomes
+		// One run changes here: its writes and its schedule's health go
+		// to the database as one batch when fn is done.
+		ended := outcomes{batch: models.NewBatch(tx)}
 		now := s.now()
 		if err := fn(ctx, tx, &ended, run, now); err != nil {
 			return err
