@@ -634,7 +634,7 @@ func (h *Console) EditSchedule(c echo.Context) error {
 		v.Preview = &p
 	}
 	layout := r.layout("Edit "+s.ScheduleID, "schedules")
-	if s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply && layout.Flash == nil {
+	if managedByApply(s) && layout.Flash == nil {
 		// The next `schedule apply` of its file would undo an edit made here.
 		layout.Flash = &views.Flash{Kind: "error", Message: "Managed by apply: " + s.ScheduleID +
 			" is kept in a schedules file (label " + apijson.ManagedByLabel + "=" + apijson.ManagedByApply +

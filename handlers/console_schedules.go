@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
@@ -91,6 +92,7 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		Actions:    r.actions(s, returnTo),
 		Paused:     r.pause(s, loc),
 		Health:     r.health(s, loc),
+		Managed:    managedByApply(s),
 	}
 	if len(s.RecentActions) > 0 {
 		last := s.RecentActions[0]
@@ -524,7 +526,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		CreatedAt: moment(s.CreatedAt, loc, r.now), UpdatedAt: moment(s.UpdatedAt, loc, r.now),
 		RunsURL: r.url(consolePrefix+"/runs", "schedule_id", s.ScheduleID), HistoryURL: r.url(scheduleURL(s.ScheduleID) + "/history"),
 		Actions: r.actions(s, self), Paused: r.pause(s, loc),
-		Health: r.health(s, loc), StartFailures: s.StartFailuresCount, RetryPolicy: retryPolicyText(s.Action.RetryPolicy),
+		Managed: managedByApply(s), Health: r.health(s, loc), StartFailures: s.StartFailuresCount, RetryPolicy: retryPolicyText(s.Action.RetryPolicy),
 	}
 	if n := s.PauseAfterFailures; n != nil {
 		v.PauseAfter = fmt.Sprintf("%d consecutive failures", *n)
@@ -569,4 +571,9 @@ func plural(n int64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// managedByApply reports whether `schedule apply` owns the schedule.
+func managedByApply(s *models.Schedule) bool {
+	return s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply
 }
