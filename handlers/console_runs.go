@@ -155,6 +155,9 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 		v.NextAttempt = moment(*run.AvailableAt, loc, r.now)
 	}
 	v.RetryPolicy = retryPolicyText(run.RetryPolicy)
+	if active {
+		v.RefreshURL = r.url(runURL(run.ID))
+	}
 	return v
 }
 

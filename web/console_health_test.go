@@ -59,6 +59,14 @@ func TestConsoleShowsHealthAndAttempts(t *testing.T) {
 		require.Equal(t, "failed", attrOf(t, attempts.Eq(1).Find(tid("status-badge")), "data-status"))
 		require.Contains(t, textOf(run.Find(tid("run-history"))), "attempt 1 failed: io: disk full; next attempt at")
 		require.Contains(t, textOf(run.Find(tid("run-history"))), "attempt 2 failed: io: disk full; no attempt follows")
+		require.Zero(t, run.Find(tid("run-autorefresh")).Length(), "a finished run's page does not poll")
+
+		// An active run's page polls itself for the live region.
+		tr := c.api.must(200, "POST", v2+"/schedules/flaky/trigger", "")
+		live := c.page200("/waterline/runs/" + tr["run_id"].(string))
+		poll := live.Find(tid("run-live") + " " + tid("run-autorefresh"))
+		require.Equal(t, "/waterline/runs/"+tr["run_id"].(string), attrOf(t, poll, "hx-get"))
+		require.Equal(t, "#run-live", attrOf(t, poll, "hx-select"))
 	})
 }
 
