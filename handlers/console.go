@@ -71,10 +71,51 @@ type request struct {
 	// nsInURL says the namespace came from ?namespace=; the URLs the page
 	// builds carry it on, so that the forms act in the namespace shown.
 	nsInURL bool
+	// timePref is the viewer's time setting (timeCookie): "" shows times in
+	// each schedule's zone, "utc" in UTC, "local" in the browser's zone
+	// (rendered in UTC, converted by console.js; UTC without JavaScript).
+	timePref string
+}
+
+// timeCookie keeps the viewer's time setting across pages.
+const timeCookie = "tideline_time"
+
+// timePrefs are the time settings, value and label, in the header's order.
+var timePrefs = []views.KV{{Key: "", Value: "Schedule's zone"}, {Key: "utc", Value: "UTC"}, {Key: "local", Value: "Browser local"}}
+
+// zone is where a page shows times that belong to the named zone, after
+// the viewer's time setting.
+func (r *request) zone(name string) *time.Location {
+	if r.timePref == "utc" || r.timePref == "local" {
+		return time.UTC
+	}
+	return zoneOf(name)
+}
+
+// SetTime answers GET /waterline/time?pref=&return_to=: it keeps the time
+// setting in a cookie and goes back (a plain form, so it works without JS).
+func (h *Console) SetTime(c echo.Context) error {
+	pref := c.QueryParam("pref")
+	known := false
+	for _, p := range timePrefs {
+		known = known || p.Key == pref
+	}
+	if !known {
+		return scheduling.NewValidationError("pref", "must be empty (the schedule's zone), utc or local")
+	}
+	SetCookie(c, &http.Cookie{Name: timeCookie, Value: pref, Path: consolePrefix, MaxAge: 365 * 24 * 3600})
+	back := c.QueryParam("return_to")
+	if !strings.HasPrefix(back, consolePrefix+"/") || strings.HasPrefix(back, "//") {
+		back = registryPath
+	}
+	return c.Redirect(http.StatusSeeOther, back)
 }
 
 func (h *Console) begin(c echo.Context) (*request, error) {
 	r := &request{h: h, c: c, now: h.now()}
+	if ck, err := c.Cookie(timeCookie); err == nil && (ck.Value == "utc" || ck.Value == "local") {
+		r.timePref = ck.Value
+	}
 	switch {
 	case h.Namespace != "":
 		r.ns = h.Namespace
@@ -148,6 +189,7 @@ func (r *request) layout(title, nav string) views.LayoutView {
 	l := views.LayoutView{
 		Title: title, Version: r.h.Version, Nav: nav, Namespace: r.ns,
 		CSRFToken: csrfToken(r.c), Flash: takeFlash(r.c), ShowNotifiers: r.canAdmin(),
+		TimePref: r.timePref, TimePrefs: timePrefs, TimeURL: consolePrefix + "/time", ReturnTo: r.c.Request().URL.RequestURI(),
 	}
 	if actor, ok := r.c.Get(ActorKey).(string); ok {
 		l.User = actor

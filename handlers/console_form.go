@@ -473,7 +473,7 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 	}
 	desc, tz := specSentence(p.Description, f.spec.Timezone)
 	v := views.SpecPreviewView{Description: desc, Timezone: tz}
-	loc := zoneOf(tz)
+	loc := r.zone(tz)
 	for _, t := range p.FireTimes {
 		v.FireTimes = append(v.FireTimes, moment(t, loc, r.now))
 	}

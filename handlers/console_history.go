@@ -44,7 +44,7 @@ func (h *Console) History(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	loc := zoneOf(s.Spec.Timezone)
+	loc := r.zone(s.Spec.Timezone)
 	base := scheduleURL(s.ScheduleID) + "/history"
 	limitParam := ""
 	if limit != scheduling.DefaultHistoryLimit {

@@ -146,12 +146,12 @@ func (h *Console) notifierPage(c echo.Context, r *request, status int, n *models
 	}
 	for _, d := range page.Deliveries {
 		row := views.DeliveryRowView{ID: d.ID, Event: d.EventType, Status: d.Status, Attempts: strconv.Itoa(d.Attempts),
-			HTTPStatus: "—", LastError: deref(d.LastError), Created: moment(d.CreatedAt, zoneOf(""), r.now)}
+			HTTPStatus: "—", LastError: deref(d.LastError), Created: moment(d.CreatedAt, r.zone(""), r.now)}
 		if d.LastStatusCode != nil {
 			row.HTTPStatus = strconv.Itoa(*d.LastStatusCode)
 		}
 		if d.Status == models.DeliveryPending {
-			row.NextAttempt = momentPtr(d.NextAttemptAt, zoneOf(""), r.now)
+			row.NextAttempt = momentPtr(d.NextAttemptAt, r.zone(""), r.now)
 		}
 		if d.ScheduleID != nil {
 			row.Schedule = views.Link{Label: *d.ScheduleID, URL: r.url(scheduleURL(*d.ScheduleID))}

@@ -24,8 +24,8 @@ func (r *request) runRow(run *models.Run) views.RunRowView {
 	row := views.RunRowView{
 		RunID: run.ID, RunURL: r.url(runURL(run.ID)), InstanceID: run.InstanceID, WorkflowType: run.WorkflowType,
 		Status: run.Status, Trigger: run.Trigger,
-		CreatedAt: moment(run.CreatedAt, zoneOf(""), r.now), StartedAt: momentPtr(run.StartedAt, zoneOf(""), r.now),
-		ClosedAt: momentPtr(run.FinishedAt, zoneOf(""), r.now), Duration: runDuration(run),
+		CreatedAt: moment(run.CreatedAt, r.zone(""), r.now), StartedAt: momentPtr(run.StartedAt, r.zone(""), r.now),
+		ClosedAt: momentPtr(run.FinishedAt, r.zone(""), r.now), Duration: runDuration(run),
 	}
 	if run.ScheduleID != nil {
 		row.Schedule = views.Link{Label: *run.ScheduleID, URL: r.url(scheduleURL(*run.ScheduleID))}
@@ -105,14 +105,14 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 	run := d.Run
 	// Times of a scheduled run read best in its schedule's zone, which the
 	// provenance event records.
-	loc := zoneOf("")
+	loc := r.zone("")
 	for _, e := range d.Events {
 		if e.EventType == scheduling.RunEventScheduleTriggered {
 			var p struct {
 				Timezone string `json:"timezone"`
 			}
 			if json.Unmarshal(e.Payload, &p) == nil {
-				loc = zoneOf(p.Timezone)
+				loc = r.zone(p.Timezone)
 			}
 		}
 	}

@@ -81,7 +81,7 @@ func (r *request) pause(s *models.Schedule, loc *time.Location) *views.PauseView
 // row is one registry row.
 func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView {
 	desc, tz := describeSpec(s.Spec)
-	loc := zoneOf(tz)
+	loc := r.zone(tz)
 	row := views.ScheduleRowView{
 		ScheduleID: s.ScheduleID, DetailURL: r.url(scheduleURL(s.ScheduleID)), WorkflowType: s.Action.WorkflowType,
 		SpecDescription: desc, Timezone: tz, Status: s.Status, Note: s.Note, Labels: sortedPairs(s.Labels),
@@ -506,7 +506,7 @@ func (h *Console) Detail(c echo.Context) error {
 func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {
 	s := d.Schedule
 	desc, tz := specSentence(d.SpecDescription, s.Spec.Timezone)
-	loc := zoneOf(tz)
+	loc := r.zone(tz)
 	self := r.url(scheduleURL(s.ScheduleID))
 	v := views.ScheduleDetailView{
 		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status,

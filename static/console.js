@@ -179,3 +179,48 @@
     enhance(document);
   }
 })();
+
+// The header's time setting submits when changed (a button does it
+// without JavaScript). "Browser local" is rendered in UTC by the server
+// and converted here; relative times ("in 4 min") are kept current.
+(function () {
+  document.addEventListener("change", function (ev) {
+    var el = ev.target;
+    if (el && el.hasAttribute && el.hasAttribute("data-autosubmit") && el.form) el.form.submit();
+  });
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function localText(d) {
+    var zone = "";
+    try {
+      var parts = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(d);
+      for (var i = 0; i < parts.length; i++) if (parts[i].type === "timeZoneName") zone = " " + parts[i].value;
+    } catch (e) { /* no Intl: leave the zone out */ }
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) + zone;
+  }
+  // relative mirrors the server's wording (handlers/console_format.go).
+  function relative(ms) {
+    var s = Math.floor(Math.abs(ms) / 1000), v;
+    if (s < 1) return "now";
+    if (s < 60) v = s + " s";
+    else if (s < 3600) v = Math.floor(s / 60) + " min";
+    else if (s < 48 * 3600) v = Math.floor(s / 3600) + " h";
+    else v = Math.floor(s / 86400) + " days";
+    return ms > 0 ? "in " + v : v + " ago";
+  }
+  function refresh(root) {
+    var local = document.body && document.body.getAttribute("data-time") === "local";
+    var times = (root || document).querySelectorAll("time[datetime]");
+    for (var i = 0; i < times.length; i++) {
+      var t = times[i], d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d)) continue;
+      // Only the times rendered as "YYYY-MM-DD HH:MM ZONE"; compact ones
+      // ("3 min ago") keep their text.
+      if (local && /^\d{4}-\d\d-\d\d \d\d:\d\d/.test(t.textContent)) t.textContent = localText(d);
+      var rel = t.nextElementSibling;
+      if (rel && rel.classList && rel.classList.contains("rel")) rel.textContent = relative(d.getTime() - Date.now());
+    }
+  }
+  document.addEventListener("DOMContentLoaded", function () { refresh(document); });
+  document.addEventListener("htmx:afterSwap", function (ev) { refresh(ev.detail && ev.detail.target); });
+  setInterval(function () { refresh(document); }, 30000);
+})();

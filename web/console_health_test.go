@@ -119,3 +119,32 @@ func TestConsoleFormRetryFields(t *testing.T) {
 		require.Equal(t, []any{"pause_after_failures"}, h[len(h)-1]["payload"].(map[string]any)["changed_fields"])
 	})
 }
+
+// The header's time setting shows every time of the console in the
+// schedule's zone (default), UTC, or (converted in the browser) local.
+func TestConsoleTimeSetting(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, dbtest.SQLite(t), "")
+	c.create("default", dailyBody) // 02:30 America/New_York
+	next := func() string {
+		t.Helper()
+		return textOf(rowOf(c.page200("/waterline/schedules"), "daily-sync").Find(tid("next-fire")).Find("time"))
+	}
+	require.Equal(t, "2026-07-17 02:30 EDT", next(), "by default, the schedule's zone")
+	doc := c.page200("/waterline/schedules")
+	require.Equal(t, "/waterline/schedules", attrOf(t, doc.Find(tid("time-setting")).Find(`input[name="return_to"]`), "value"))
+
+	p := c.get("/waterline/time?pref=utc&return_to=/waterline/schedules/daily-sync")
+	require.Equal(t, "/waterline/schedules/daily-sync", seeOther(t, p))
+	require.Equal(t, "2026-07-17 06:30 UTC", next(), "kept across pages")
+	require.Equal(t, "utc", attrOf(t, c.page200("/waterline/schedules/daily-sync").Find(tid("time-pref")).Find("option[selected]"), "value"))
+
+	seeOther(t, c.get("/waterline/time?pref=local&return_to=/waterline/schedules"))
+	doc = c.page200("/waterline/schedules")
+	require.Equal(t, "local", attrOf(t, doc.Find("body"), "data-time"), "the browser converts; the server renders UTC")
+	require.Equal(t, "2026-07-17 06:30 UTC", next())
+
+	seeOther(t, c.get("/waterline/time?pref=&return_to=https://evil.example/"))
+	require.Equal(t, "2026-07-17 02:30 EDT", next())
+	require.Equal(t, http.StatusUnprocessableEntity, c.get("/waterline/time?pref=mars").Status)
+}

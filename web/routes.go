@@ -89,6 +89,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.POST("/login", login.Submit, loginRateLimit(byClientAddress), loginRateLimit(byTokenPrefix))
 	w.POST("/logout", login.Logout)
 	w.GET("/namespace", console.SwitchNamespace, cRead)
+	w.GET("/time", console.SetTime, cRead)
 	w.GET("/schedules", console.Registry, cRead)
 	w.POST("/schedules", console.CreateSchedule, cAdmin)
 	w.GET("/schedules/new", console.NewSchedule, cAdmin)
