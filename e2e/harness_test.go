@@ -142,6 +142,9 @@ type pageOptions struct {
 	// NoJavaScript disables JavaScript, for the scenarios that prove the
 	// console works without it (plain forms and links).
 	NoJavaScript bool
+	// TimezoneID sets the browser's time zone (IANA), e.g. for the
+	// console's "Browser local" time setting.
+	TimezoneID string
 }
 
 // newPage returns a page in a fresh, isolated browser context (own cookies
@@ -161,6 +164,9 @@ func newPage(t *testing.T, opts ...pageOptions) playwright.Page {
 	}
 	if o.NoJavaScript {
 		ctxOpts.JavaScriptEnabled = playwright.Bool(false)
+	}
+	if o.TimezoneID != "" {
+		ctxOpts.TimezoneId = playwright.String(o.TimezoneID)
 	}
 	bctx, err := browser.NewContext(ctxOpts)
 	if err != nil {
