@@ -42,6 +42,16 @@ func (p Permission) String() string {
 	return [...]string{"read", "operate", "admin", "work"}[p]
 }
 
+// Needs says, in plain words, which role grants p and what it covers.
+func (p Permission) Needs() string {
+	return [...]string{
+		"any role can read it",
+		"this needs the operator or admin role (pause, resume, trigger, backfill, cancel runs)",
+		"this needs the admin role (create, edit, delete, notifiers, tick)",
+		"this needs the worker role (the worker protocol)",
+	}[p]
+}
+
 // Principal is an authenticated caller.
 type Principal struct {
 	Name       string   `yaml:"name" json:"name"`

@@ -77,7 +77,7 @@ func (g *guard) api(perm auth.Permission) echo.MiddlewareFunc {
 				return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
 			}
 			if !p.Can(perm) {
-				return echo.NewHTTPError(http.StatusForbidden, "role "+p.Role+" may not "+perm.String())
+				return echo.NewHTTPError(http.StatusForbidden, "role "+p.Role+" may not "+perm.String()+": "+perm.Needs())
 			}
 			setPrincipal(c, p)
 			return next(c)
@@ -109,7 +109,7 @@ func (g *guard) console(perm auth.Permission) echo.MiddlewareFunc {
 				return c.Redirect(http.StatusSeeOther, login)
 			}
 			if !s.Principal.Can(perm) {
-				return echo.NewHTTPError(http.StatusForbidden, "role "+s.Principal.Role+" may not "+perm.String())
+				return echo.NewHTTPError(http.StatusForbidden, "role "+s.Principal.Role+" may not "+perm.String()+": "+perm.Needs())
 			}
 			setPrincipal(c, s.Principal)
 			return next(c)
