@@ -134,6 +134,7 @@ func (h *Console) Registry(c echo.Context) error {
 	v.Chips = registryChips(counts, status, health, list)
 	v.Sorts = []views.FilterChip{
 		{Key: "schedule_id", Label: "ID", URL: list("sort", "", "cursor", ""), Current: sort == "" || sort == "schedule_id"},
+		{Key: "next_fire", Label: "Next fire", URL: list("sort", "next_fire", "cursor", ""), Current: sort == "next_fire"},
 		{Key: "health", Label: "Health", URL: list("sort", "health", "cursor", ""), Current: sort == "health"},
 	}
 	if counts.Stale > 0 {

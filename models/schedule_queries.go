@@ -232,6 +232,12 @@ type ScheduleFilter struct {
 	// DueBefore keeps active schedules whose next fire is before it
 	// (health=overdue): the loop has not fired them yet.
 	DueBefore *time.Time
+	// ByNextFire orders by next fire, soonest first, schedules that never
+	// fire again (paused, deleted, exhausted) last, then by ID; the keyset
+	// cursor is then (AfterNextFire, AfterID), AfterNextFire nil for a
+	// cursor among those that never fire.
+	ByNextFire    bool
+	AfterNextFire *time.Time
 }
 
 // scheduleWithHealth is a list row: the schedule and, joined in the same
@@ -303,6 +309,17 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 			q = q.Where("("+failures+" < ? OR ("+failures+" = ? AND s.schedule_id > ?))", f.AfterFailures, f.AfterFailures, f.AfterID)
 		}
 		q = q.OrderExpr(failures + " DESC, s.schedule_id ASC")
+	} else if f.ByNextFire {
+		// NULLs last on both databases (PostgreSQL sorts them first in
+		// ascending order, SQLite last), spelled out as a leading key.
+		switch {
+		case f.AfterID != "" && f.AfterNextFire != nil:
+			q = q.Where("(s.next_fire_at IS NULL OR s.next_fire_at > ? OR (s.next_fire_at = ? AND s.schedule_id > ?))",
+				*f.AfterNextFire, *f.AfterNextFire, f.AfterID)
+		case f.AfterID != "":
+			q = q.Where("s.next_fire_at IS NULL AND s.schedule_id > ?", f.AfterID)
+		}
+		q = q.OrderExpr("CASE WHEN s.next_fire_at IS NULL THEN 1 ELSE 0 END ASC, s.next_fire_at ASC, s.schedule_id ASC")
 	} else {
 		if f.AfterID != "" {
 			q = q.Where("s.schedule_id > ?", f.AfterID)

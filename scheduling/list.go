@@ -26,7 +26,7 @@ type ListFilter struct {
 	Cursor       string // opaque, from a previous SchedulePage
 	Limit        int
 	Health       string // "" (any), "failing": consecutive failures > 0, or "overdue": active and past its next fire
-	Sort         string // "" or "schedule_id" (default), or "health": most consecutive failures first
+	Sort         string // "" or "schedule_id" (default), "health": most consecutive failures first, or "next_fire": soonest first
 }
 
 // SchedulePage is one page of schedules ordered by schedule ID.
@@ -72,12 +72,18 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	case "", "schedule_id":
 	case "health":
 		filter.ByHealth = true
+	case "next_fire":
+		filter.ByNextFire = true
 	default:
-		v.Add("sort", "must be schedule_id or health")
+		v.Add("sort", "must be schedule_id, health or next_fire")
 	}
 	if f.Cursor != "" {
 		var ok bool
-		filter.AfterFailures, filter.AfterID, ok = decodeListCursor(f.Cursor, filter.ByHealth)
+		if filter.ByNextFire {
+			filter.AfterNextFire, filter.AfterID, ok = decodeNextFireCursor(f.Cursor)
+		} else {
+			filter.AfterFailures, filter.AfterID, ok = decodeListCursor(f.Cursor, filter.ByHealth)
+		}
 		if !ok {
 			v.Add("cursor", "is not a cursor returned by this API (for this sort)")
 		}
@@ -97,7 +103,10 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 		return nil, err
 	}
 	page := &SchedulePage{Schedules: rows, HasMore: more}
-	if more {
+	switch {
+	case more && filter.ByNextFire:
+		page.NextCursor = encodeNextFireCursor(&rows[len(rows)-1])
+	case more:
 		page.NextCursor = encodeListCursor(&rows[len(rows)-1], filter.ByHealth)
 	}
 	return page, nil
@@ -128,6 +137,37 @@ func decodeListCursor(cursor string, byHealth bool) (failures int64, scheduleID 
 		failures, key = n, id
 	}
 	return failures, key, ValidScheduleID(key)
+}
+
+// encodeNextFireCursor names the last row of a next-fire page: its next
+// fire in Unix nanoseconds and its ID ("1786000000000000000:nightly"), or
+// "-:nightly" once the page reached the schedules that never fire.
+func encodeNextFireCursor(last *models.Schedule) string {
+	at := "-"
+	if last.NextFireAt != nil {
+		at = strconv.FormatInt(last.NextFireAt.UnixNano(), 10)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(at + ":" + last.ScheduleID))
+}
+
+func decodeNextFireCursor(cursor string) (*time.Time, string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return nil, "", false
+	}
+	at, id, found := strings.Cut(string(raw), ":")
+	if !found || !ValidScheduleID(id) {
+		return nil, "", false
+	}
+	if at == "-" {
+		return nil, id, true
+	}
+	n, err := strconv.ParseInt(at, 10, 64)
+	if err != nil {
+		return nil, "", false
+	}
+	t := time.Unix(0, n).UTC()
+	return &t, id, true
 }
 
 // LoopGrace is how far past its fire time an active schedule may be before
