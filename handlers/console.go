@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,9 @@ type request struct {
 	// each schedule's zone, "utc" in UTC, "local" in the browser's zone
 	// (rendered in UTC, converted by console.js; UTC without JavaScript).
 	timePref string
+	// anonymous marks an error page shown before anyone was authenticated:
+	// its layout lists no namespaces.
+	anonymous bool
 }
 
 // timeCookie keeps the viewer's time setting across pages.
@@ -125,21 +129,28 @@ func (h *Console) begin(c echo.Context) (*request, error) {
 			return nil, scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
 		}
 	default:
-		r.ns = defaultNamespace(c)
-		if p := PrincipalFrom(c); p != nil && checkNamespace(c, r.ns) != nil && len(p.Namespaces) > 0 {
-			r.ns = p.Namespaces[0] // bound to several, none of them "default"
-		}
-		// A cookie with a bad value (edited by hand, or a namespace this
-		// viewer may not see) is ignored, not fatal.
-		if ck, err := c.Cookie(namespaceCookie); err == nil && scheduling.ValidNamespace(ck.Value) && checkNamespace(c, ck.Value) == nil {
-			r.ns = ck.Value
-		}
+		r.ns = rememberedNamespace(c)
 	}
 	// A namespace the viewer is not bound to is absent: 404, never 403.
 	if err := checkNamespace(c, r.ns); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// rememberedNamespace is the namespace of a request that names none: the
+// switcher's cookie, else "default" (or the viewer's first namespace).
+func rememberedNamespace(c echo.Context) string {
+	ns := defaultNamespace(c)
+	if p := PrincipalFrom(c); p != nil && checkNamespace(c, ns) != nil && len(p.Namespaces) > 0 {
+		ns = p.Namespaces[0] // bound to several, none of them "default"
+	}
+	// A cookie with a bad value (edited by hand, or a namespace this
+	// viewer may not see) is ignored, not fatal.
+	if ck, err := c.Cookie(namespaceCookie); err == nil && scheduling.ValidNamespace(ck.Value) && checkNamespace(c, ck.Value) == nil {
+		ns = ck.Value
+	}
+	return ns
 }
 
 // canOperate and canAdmin are the viewer's role (SPEC §9): actions it may
@@ -187,7 +198,7 @@ func runURL(id string) string { return consolePrefix + "/runs/" + url.PathEscape
 // layout is the page frame; it takes (and clears) the pending flash message.
 func (r *request) layout(title, nav string) views.LayoutView {
 	l := views.LayoutView{
-		Title: title, Version: r.h.Version, Nav: nav, Namespace: r.ns,
+		Title: pageTitle(r.c, title), Version: r.h.Version, Nav: nav, Namespace: r.ns,
 		CSRFToken: csrfToken(r.c), Flash: takeFlash(r.c), ShowNotifiers: r.canAdmin(),
 		TimePref: r.timePref, TimePrefs: timePrefs, TimeURL: consolePrefix + "/time", ReturnTo: r.c.Request().URL.RequestURI(),
 	}
@@ -198,14 +209,77 @@ func (r *request) layout(title, nav string) views.LayoutView {
 	if p := PrincipalFrom(r.c); p != nil && p != auth.Local {
 		l.LogoutURL = consolePrefix + "/logout"
 	}
-	// A viewer bound to a few namespaces can switch between them; for one
-	// who sees every namespace there is no list to offer.
-	if p := PrincipalFrom(r.c); p != nil && !p.AllNamespaces() && r.h.Namespace == "" {
-		for _, ns := range p.Namespaces {
-			l.Namespaces = append(l.Namespaces, views.Link{Label: ns, URL: consolePrefix + "/namespace?namespace=" + url.QueryEscape(ns)})
+	l.Namespaces, l.NamespaceURL = r.namespaces(), consolePrefix+"/namespace"
+	// The main links keep a namespace that came from the URL, so that it
+	// stays the page's namespace from one section to the next.
+	l.HomeURL, l.SchedulesURL, l.RunsURL, l.NotifiersURL = r.url(consolePrefix), r.url(registryPath), r.url(runsPath), r.url(consolePrefix+"/notifiers")
+	return l
+}
+
+// --- page titles (issue 21 §10) ---
+
+// pageTitles name every console page in one word ("Schedules · Tideline"),
+// by route: a tab reads the same whichever handler renders the page, and
+// the heading says which schedule or run it is.
+var pageTitles = map[string]string{
+	"GET " + registryPath:                             "Schedules",
+	"POST " + registryPath:                            "Create", // the create form again, with its errors
+	"GET " + registryPath + "/new":                    "Create",
+	"GET " + registryPath + "/:schedule_id":           "Schedule",
+	"GET " + registryPath + "/:schedule_id/edit":      "Edit",
+	"POST " + registryPath + "/:schedule_id/edit":     "Edit",
+	"GET " + registryPath + "/:schedule_id/delete":    "Delete",
+	"POST " + registryPath + "/:schedule_id/delete":   "Delete",
+	"GET " + registryPath + "/:schedule_id/backfill":  "Backfill",
+	"POST " + registryPath + "/:schedule_id/backfill": "Backfill",
+	"GET " + registryPath + "/:schedule_id/history":   "History",
+	"GET " + runsPath:                                 "Runs",
+	"GET " + runsPath + "/:run_id":                    "Run",
+	"GET " + consolePrefix + "/notifiers":             "Notifiers",
+	"POST " + consolePrefix + "/notifiers":            "Notifiers",
+	"GET " + consolePrefix + "/notifiers/:name":       "Notifier",
+	"POST " + consolePrefix + "/notifiers/:name":      "Notifier",
+	"GET " + consolePrefix + "/login":                 "Sign-in",
+	"POST " + consolePrefix + "/login":                "Sign-in",
+}
+
+// pageTitle is the route's word, or the handler's title for a route the
+// table does not know.
+func pageTitle(c echo.Context, fallback string) string {
+	if t, ok := pageTitles[c.Request().Method+" "+c.Path()]; ok {
+		return t
+	}
+	return fallback
+}
+
+// --- namespace switcher (issue 21 §4) ---
+
+// namespaces are what the header's switcher offers: the namespaces a
+// bound viewer is bound to, or, for local mode and unbound viewers, the
+// namespaces that exist (Service.Namespaces, an index skip scan bounded to
+// scheduling.MaxNamespaces) plus the current one and "default". A server
+// pinned to one namespace, and a viewer who may see one, get none.
+func (r *request) namespaces() []string {
+	if r.h.Namespace != "" || r.anonymous {
+		return nil
+	}
+	p := PrincipalFrom(r.c)
+	if p != nil && !p.AllNamespaces() {
+		return p.Namespaces
+	}
+	var list []string
+	if r.h.Service != nil { // nil in tests of the server's plumbing
+		if found, err := r.h.Service.Namespaces(r.c.Request().Context()); err == nil {
+			list = found // else the page still renders; the switcher offers what it knows
 		}
 	}
-	return l
+	for _, ns := range []string{r.ns, "default"} {
+		if ns != "" && !slices.Contains(list, ns) {
+			list = append(list, ns)
+		}
+	}
+	slices.Sort(list)
+	return list
 }
 
 func (r *request) cc(reason string) *scheduling.CommandContext {
@@ -223,8 +297,10 @@ func (h *Console) Home(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, r.url(registryPath))
 }
 
-// SwitchNamespace answers GET /waterline/namespace?namespace=…: it remembers
-// the choice in a cookie and opens the registry of that namespace.
+// SwitchNamespace answers GET /waterline/namespace?namespace=…&return_to=…
+// (the header's switcher, a plain GET form): it remembers the choice in a
+// cookie and opens the list the viewer was in (runs, else the registry) in
+// that namespace; a schedule or run page would rarely exist in the other.
 func (h *Console) SwitchNamespace(c echo.Context) error {
 	ns := c.QueryParam("namespace")
 	if h.Namespace == "" {
@@ -236,7 +312,10 @@ func (h *Console) SwitchNamespace(c echo.Context) error {
 		}
 		SetCookie(c, &http.Cookie{Name: namespaceCookie, Value: ns, Path: consolePrefix, MaxAge: 365 * 24 * 3600})
 	}
-	return c.Redirect(http.StatusSeeOther, consolePrefix+"/schedules")
+	if back, ok := localPath(c.QueryParam("return_to")); ok && (back == runsPath || strings.HasPrefix(back, runsPath+"?") || strings.HasPrefix(back, runsPath+"/")) {
+		return c.Redirect(http.StatusSeeOther, runsPath)
+	}
+	return c.Redirect(http.StatusSeeOther, registryPath)
 }
 
 // The flash message lives for one redirect in a short-lived cookie: the

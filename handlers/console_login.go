@@ -32,7 +32,7 @@ func nextPath(raw string) string {
 }
 
 func (h *Login) page(c echo.Context, status int, next, message string) error {
-	l := views.LayoutView{Title: "Sign in", Version: h.Version, CSRFToken: csrfToken(c)}
+	l := views.LayoutView{Title: pageTitle(c, "Sign-in"), Version: h.Version, CSRFToken: csrfToken(c)}
 	return Render(c, status, views.LoginPage(l, views.LoginView{
 		Action: consolePrefix + "/login", Next: nextPath(next), Error: message, CSRFToken: csrfToken(c),
 	}))

@@ -42,10 +42,19 @@ func TestLayoutModalFlashAndHTMXConfig(t *testing.T) {
 	require.Equal(t, "tok-123", headers["X-CSRF-Token"])
 
 	require.Equal(t, "default", text(doc.Find(testid("namespace")).Find("strong")))
-	l.Namespaces = []Link{{Label: "default", URL: "/waterline?namespace=default"}, {Label: "billing", URL: "/waterline?namespace=billing"}}
+	// The switcher is a GET form (redesigned from a list of links, issue
+	// 21): a select of the namespaces, the current one selected.
+	l.Namespaces, l.NamespaceURL, l.ReturnTo = []string{"billing", "default"}, "/waterline/namespace", "/waterline/runs"
 	doc = render(t, Home(l))
-	require.Equal(t, 2, doc.Find(testid("namespace-option")).Length())
-	require.Equal(t, "true", attr(t, doc.Find(testid("namespace-option")).First(), "aria-current"))
+	form := doc.Find(testid("namespace-switcher"))
+	require.Equal(t, "get", attr(t, form, "method"))
+	require.Equal(t, "/waterline/namespace", attr(t, form, "action"))
+	require.Equal(t, "/waterline/runs", attr(t, form.Find(`input[name="return_to"]`), "value"))
+	require.Equal(t, []string{"billing", "default"}, form.Find("option").Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("value", "") }))
+	require.Equal(t, "default", text(form.Find("option[selected]")))
+	require.Equal(t, "default", text(form.Find(testid("namespace"))))
+	require.Equal(t, 1, form.Find(testid("namespace-option")).Length())
+	require.Equal(t, 1, form.Find("noscript").Length(), "a Switch button without JavaScript")
 }
 
 // Every page must live under "script-src 'self'; style-src 'self'": no inline
@@ -60,7 +69,7 @@ func TestPagesAreCSPSafe(t *testing.T) {
 	form.Errors = map[string]string{"timezone": "bad"}
 	pages := map[string]templ.Component{
 		"home":     Home(testLayout),
-		"error":    ErrorPage(ErrorView{Title: "Not Found", Fields: map[string]string{"a": "b"}}),
+		"error":    ErrorPage(testLayout, ErrorView{Title: "Not Found", Fields: map[string]string{"a": "b"}}),
 		"registry": RegistryPage(testLayout, reg),
 		"empty":    RegistryPage(testLayout, RegistryView{}),
 		"detail":   ScheduleDetailPage(testLayout, sampleDetail()),

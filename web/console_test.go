@@ -1121,7 +1121,11 @@ func TestConsoleNamespaces(t *testing.T) {
 
 		doc := c.page200("/waterline/schedules")
 		require.Equal(t, []string{"mine"}, rowIDs(doc))
-		require.Equal(t, "Namespace: default", textOf(doc.Find(tid("namespace"))))
+		// Local mode offers the namespaces that exist (issue 21: a switcher
+		// for everyone allowed more than one), the current one selected.
+		require.Equal(t, "default", textOf(doc.Find(tid("namespace"))))
+		require.Equal(t, []string{"default", "team-a"},
+			doc.Find(tid("namespace-switcher")).Find("option").Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("value", "") }))
 		require.Empty(t, c.page200("/waterline/runs").Find(tid("run-row")).Nodes)
 
 		// Another namespace's schedule is absent, not forbidden.
@@ -1142,7 +1146,7 @@ func TestConsoleNamespaces(t *testing.T) {
 		// ?namespace= shows that namespace, and the page's forms act in it.
 		doc = c.page200("/waterline/schedules?namespace=team-a")
 		require.Equal(t, []string{"theirs"}, rowIDs(doc))
-		require.Equal(t, "Namespace: team-a", textOf(doc.Find(tid("namespace"))))
+		require.Equal(t, "team-a", textOf(doc.Find(tid("namespace"))))
 		row := rowOf(doc, "theirs")
 		require.Equal(t, "/waterline/schedules/theirs?namespace=team-a", attrOf(t, row.Find(tid("schedule-link")), "href"))
 		action := attrOf(t, row.Find(tid("action-pause")).Find("form"), "action")
@@ -1249,8 +1253,10 @@ func TestConsoleFollowsTheViewersRole(t *testing.T) {
 	require.Equal(t, 1, doc.Find(tid("logout")).Length())
 	require.Equal(t, "vera", textOf(doc.Find(tid("user"))))
 	require.Equal(t, "team-a", textOf(doc.Find(`[data-testid="namespace-switcher"] [data-testid="namespace"]`)), "the first namespace it may see")
-	require.Equal(t, []string{"/waterline/namespace?namespace=team-a", "/waterline/namespace?namespace=team-b"},
-		doc.Find(tid("namespace-option")).Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("href", "") }))
+	// The switcher is a GET form with a select (redesigned from links, issue 21).
+	require.Equal(t, "/waterline/namespace", attrOf(t, doc.Find(tid("namespace-switcher")), "action"))
+	require.Equal(t, []string{"team-a", "team-b"},
+		doc.Find(tid("namespace-switcher")).Find("option").Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("value", "") }))
 	require.Equal(t, []string{"s1"}, rowIDs(doc))
 	row := rowOf(doc, "s1")
 	require.Zero(t, row.Find(tid("schedule-actions")).Find("form, details").Length(), "a viewer gets no actions")
@@ -1268,7 +1274,10 @@ func TestConsoleFollowsTheViewersRole(t *testing.T) {
 
 	operator := as("olga")
 	doc = operator.page200("/waterline/schedules")
-	require.Zero(t, doc.Find(tid("namespace-switcher")).Length(), "no list of namespaces to offer")
+	// Unbound, it may see every namespace: the switcher offers those that
+	// exist (before issue 21 it offered none).
+	require.Equal(t, []string{"default", "team-a"},
+		doc.Find(tid("namespace-switcher")).Find("option").Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("value", "") }))
 	row = rowOf(doc, "s2")
 	for _, action := range []string{"action-pause", "action-trigger", "action-backfill"} {
 		require.Equal(t, 1, row.Find(tid(action)).Length(), action)

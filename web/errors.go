@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
@@ -105,7 +106,37 @@ func isAPI(c echo.Context) bool {
 		p == "/healthz" || p == "/readyz"
 }
 
-func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
+// errorPages renders the console's HTML error pages inside its layout.
+// The route guard may have refused the request before naming the caller
+// (a 403 for a role, a CSRF refusal, an unknown path), so the caller is
+// established here the way the guard would: local mode, or the session.
+type errorPages struct {
+	console *handlers.Console
+	guard   *guard
+}
+
+func (p *errorPages) render(c echo.Context, status int, v views.ErrorView) error {
+	if p == nil {
+		return handlers.Render(c, status, views.ErrorPage(views.LayoutView{Title: "Error"}, v))
+	}
+	signedIn := handlers.PrincipalFrom(c) != nil
+	if !signedIn {
+		switch {
+		case p.guard.local():
+			setPrincipal(c, auth.Local)
+			c.Set(handlers.BannerKey, LocalModeBanner)
+			signedIn = true
+		case sessionFrom(c) != nil:
+			setPrincipal(c, sessionFrom(c).Principal)
+			signedIn = true
+		}
+	}
+	return p.console.ErrorPage(c, status, v, signedIn)
+}
+
+// errorHandler answers every error: JSON for the API, a console page for
+// the rest (pages may be nil: a bare page, for tests of one middleware).
+func errorHandler(logger *slog.Logger, pages *errorPages) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -122,9 +153,9 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		case isAPI(c):
 			writeErr = c.JSON(status, map[string]apiError{"error": body})
 		default:
-			writeErr = handlers.Render(c, status, views.ErrorPage(views.ErrorView{
+			writeErr = pages.render(c, status, views.ErrorView{
 				Status: status, Title: http.StatusText(status), Message: body.Message, Fields: body.Fields,
-			}))
+			})
 		}
 		if writeErr != nil {
 			logger.Error("write error response", "err", writeErr)

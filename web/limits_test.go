@@ -16,7 +16,7 @@ import (
 func TestConcurrencyLimitRefusesWhenSaturated(t *testing.T) {
 	t.Parallel()
 	e := echo.New()
-	e.HTTPErrorHandler = errorHandler(slog.New(slog.DiscardHandler))
+	e.HTTPErrorHandler = errorHandler(slog.New(slog.DiscardHandler), nil)
 	entered, release := make(chan struct{}), make(chan struct{})
 	e.POST("/waterline/api/v2/schedules/preview", func(c echo.Context) error {
 		entered <- struct{}{}

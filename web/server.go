@@ -45,7 +45,7 @@ func NewServer(d Deps) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = errorHandler(d.Logger)
+	e.HTTPErrorHandler = errorHandler(d.Logger, nil) // registerRoutes sets the console's pages
 	// Client addresses (rate limits) come from the connection, unless a
 	// trusted proxy in front of us says otherwise.
 	e.IPExtractor = echo.ExtractIPDirect()
