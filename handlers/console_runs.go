@@ -78,6 +78,9 @@ func (h *Console) Runs(c echo.Context) error {
 	}
 	for i := range page.Runs {
 		v.Rows = append(v.Rows, r.runRow(&page.Runs[i]))
+		if page.Runs[i].Active() {
+			v.RefreshURL = r.c.Request().URL.RequestURI() // live while one is in flight
+		}
 	}
 	if page.HasMore {
 		v.Pager.NextURL = r.url(runsPath, "status", status, "schedule_id", scheduleID, "cursor", page.NextCursor, "limit", limitRaw)

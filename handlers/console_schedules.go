@@ -88,7 +88,7 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		NextFire:   momentPtr(s.NextFireAt, loc, r.now),
 		Overdue:    s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
 		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
-		Selectable: s.Status != models.StatusDeleted && r.canOperate(),
+		Selectable: s.Status != models.StatusDeleted && r.canOperate(), SelectColumn: r.canOperate(),
 		Actions:    r.actions(s, returnTo),
 		Paused:     r.pause(s, loc),
 		Health:     r.health(s, loc),
@@ -501,6 +501,9 @@ func (h *Console) Detail(c echo.Context) error {
 	if w := d.Schedule.CatchupWindowSeconds; w != nil {
 		v.CatchupWindow = (time.Duration(*w) * time.Second).String()
 	}
+	if r.detailIsLive(d.Schedule, runs.Runs) {
+		v.RefreshURL = c.Request().URL.RequestURI()
+	}
 	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), v))
 }
 
@@ -514,7 +517,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		SpecDescription: desc, Timezone: tz, CronExpressions: s.Spec.CronExpressions,
 		WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass, Input: prettyValue(s.Action.Input),
 		ExecutionTimeout: secondsText(s.Action.ExecutionTimeoutSeconds), RunTimeout: secondsText(s.Action.RunTimeoutSeconds),
-		OverlapPolicy: s.OverlapPolicy, Jitter: fmt.Sprintf("%d s", s.JitterSeconds),
+		OverlapPolicy: s.OverlapPolicy,
 		MaxRuns: int64Text(s.MaxRuns), RemainingActions: int64Text(s.RemainingActions),
 		Connection: deref(s.Connection), Queue: deref(s.Queue),
 		Labels: sortedPairs(s.Labels), Memo: sortedPairs(s.Memo), SearchAttributes: sortedPairs(s.SearchAttributes),
@@ -528,6 +531,9 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		RunsURL: r.url(consolePrefix+"/runs", "schedule_id", s.ScheduleID), HistoryURL: r.url(scheduleURL(s.ScheduleID) + "/history"),
 		Actions: r.actions(s, self), Paused: r.pause(s, loc),
 		Managed: managedByApply(s), Health: r.health(s, loc), StartFailures: s.StartFailuresCount, RetryPolicy: retryPolicyText(s.Action.RetryPolicy),
+	}
+	if s.JitterSeconds > 0 { // no jitter is the default, not a fact worth a line
+		v.Jitter = fmt.Sprintf("%d s", s.JitterSeconds)
 	}
 	if n := s.PauseAfterFailures; n != nil {
 		v.PauseAfter = fmt.Sprintf("%d consecutive failures", *n)
@@ -557,6 +563,25 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		v.Runs = append(v.Runs, r.runRow(&runs[i]))
 	}
 	return v
+}
+
+// liveSoon is how close a next fire makes the schedule page live: a
+// schedule about to fire is about to have a run worth watching.
+const liveSoon = time.Minute
+
+// detailIsLive says the schedule page should keep itself current
+// (views.LivePoller): one of its recent runs is pending or running, fires
+// wait in its buffer, or it fires within liveSoon.
+func (r *request) detailIsLive(s *models.Schedule, runs []models.Run) bool {
+	for i := range runs {
+		if runs[i].Active() {
+			return true
+		}
+	}
+	if len(s.BufferedActions) > 0 {
+		return true
+	}
+	return s.Status == models.StatusActive && s.NextFireAt != nil && !s.NextFireAt.Before(r.now) && s.NextFireAt.Sub(r.now) <= liveSoon
 }
 
 // intervalText is an interval as the detail page lists it.

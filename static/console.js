@@ -222,5 +222,36 @@
   }
   document.addEventListener("DOMContentLoaded", function () { refresh(document); });
   document.addEventListener("htmx:afterSwap", function (ev) { refresh(ev.detail && ev.detail.target); });
+  document.addEventListener("tideline:times", function () { refresh(document); });
   setInterval(function () { refresh(document); }, 30000);
+})();
+
+// --- console-a: live pages (views.LivePoller) ---
+// A live region (the run page, the runs list, the schedule page) polls
+// every 5 s. Skip a poll while the viewer is busy, so a refresh never
+// closes what they opened or drops what they typed: any open ⋯ menu or
+// action disclosure on the page, an open disclosure (a payload, the
+// ledger table) or a focused field inside the region, the modal, or a
+// hidden tab. Cancelling htmx:beforeRequest skips this poll only.
+(function () {
+  function busy(elt) {
+    if (document.hidden) return true;
+    var modal = document.getElementById("modal");
+    if (modal && modal.open) return true;
+    if (document.querySelector("details[data-menu][open], details.action[open]")) return true;
+    var region = document.querySelector(elt.getAttribute("hx-target"));
+    if (!region) return false;
+    if (region.querySelector("details[open]")) return true;
+    var active = document.activeElement;
+    return !!active && region.contains(active) && active.matches("input, select, textarea");
+  }
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-live") && busy(elt)) ev.preventDefault();
+  });
+  // An outerHTML swap replaces the target, so the times in the new region
+  // are converted (browser local) and made relative once it has settled.
+  document.addEventListener("htmx:afterSettle", function () {
+    document.dispatchEvent(new CustomEvent("tideline:times"));
+  });
 })();

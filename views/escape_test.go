@@ -18,7 +18,7 @@ func TestUserTextIsEscaped(t *testing.T) {
 	row := ScheduleRowView{
 		ScheduleID: evil, DetailURL: "/waterline/schedules/x", Status: "active", Note: evil,
 		SpecDescription: evil, Timezone: evil, WorkflowType: evil, Labels: []KV{{evil, evil}},
-		LastOutcome: "skipped", LastReason: evil, Selectable: true, Actions: allActions(evil),
+		LastOutcome: "skipped", LastReason: evil, Selectable: true, SelectColumn: true, Actions: allActions(evil),
 		Notice: &Flash{Kind: "error", Message: evil},
 	}
 	reg := RegistryView{Filters: RegistryFilters{Q: evil, Label: evil}, Rows: []ScheduleRowView{row}, CanBulk: true}

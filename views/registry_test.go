@@ -221,9 +221,10 @@ func TestRegistryFiltersBulkPagerAndRefresh(t *testing.T) {
 	// A viewer sees neither the bulk bar nor checkboxes nor "New schedule".
 	v.CanBulk, v.NewURL = false, ""
 	for i := range v.Rows {
-		v.Rows[i].Selectable = false
+		v.Rows[i].Selectable, v.Rows[i].SelectColumn = false, false
 	}
 	doc = render(t, RegistryPage(testLayout, v))
+	require.Zero(t, doc.Find("th.select, td.select").Length(), "no empty checkbox column for a viewer")
 	require.Zero(t, doc.Find(testid("bulk-form")).Length())
 	require.Zero(t, doc.Find(testid("bulk-select")).Length())
 	require.Zero(t, doc.Find(testid("new-schedule")).Length())

@@ -70,7 +70,7 @@ func sampleRows() []ScheduleRowView {
 			NextFire: Moment{Text: "2026-07-16 02:00 EDT", ISO: "2026-07-16T06:00:00.000000Z", Relative: "3 min ago"},
 			Overdue:  true, LastOutcome: "triggered",
 			LastAt:     Moment{Text: "2026-07-15 02:00 EDT", ISO: "2026-07-15T06:00:00.000000Z", Relative: "1 day ago"},
-			FiresCount: 41, SkipsCount: 2, Selectable: true, Actions: nightly,
+			FiresCount: 41, SkipsCount: 2, Selectable: true, SelectColumn: true, Actions: nightly,
 		},
 		{
 			ScheduleID: "hourly-sync", DetailURL: "/waterline/schedules/hourly-sync",
@@ -79,7 +79,7 @@ func sampleRows() []ScheduleRowView {
 			NextFire:    Moment{Text: "2026-07-16 10:05 UTC", ISO: "2026-07-16T10:05:00.000000Z", Relative: "in 4 min"},
 			LastOutcome: "skipped", LastReason: "overlap_policy_skip",
 			LastAt:     Moment{Text: "2026-07-16 09:05 UTC", ISO: "2026-07-16T09:05:00.000000Z", Relative: "56 min ago"},
-			FiresCount: 7, SkipsCount: 3, Selectable: true, Actions: hourly,
+			FiresCount: 7, SkipsCount: 3, Selectable: true, SelectColumn: true, Actions: hourly,
 		},
 	}
 }

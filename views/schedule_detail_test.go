@@ -40,13 +40,23 @@ func TestScheduleDetailShowsEveryFact(t *testing.T) {
 	for key, want := range map[string]string{
 		"schedule-id": "nightly", "id": "01J0SCHEDULE", "namespace": "default", "status": "active",
 		"cron-expressions": "0 2 * * *", "intervals": "every PT1H, offset PT5M", "timezone": "America/New_York",
-		"workflow-type": "reports.Nightly", "workflow-class": "—", "overlap-policy": "skip", "jitter": "30 s",
-		"max-runs": "100 (59 remaining)", "labels": "team=billing", "memo": "—", "counts": "41 / 1 / 2",
+		"workflow-type": "reports.Nightly", "overlap-policy": "skip", "jitter": "30 s",
+		"max-runs": "100 (59 remaining)", "labels": "team=billing", "counts": "41 / 1 / 2",
 		"last-skip": "overlap policy skip · 2026-07-14 02:00 EDT", "next-fire": "2026-07-16 02:00 EDT in 4 min",
-		"latest-run": "01RUN", "execution-timeout": "—", "queue": "—", "deleted-at": "—",
+		"latest-run": "01RUN",
 	} {
 		require.Equal(t, want, text(facts.Find(testid("fact-"+key))), key)
 	}
+	// Facts without a value are left out (issue 21: they used to read "—"),
+	// and the rest come in groups.
+	for _, key := range []string{"workflow-class", "memo", "execution-timeout", "queue", "deleted-at", "paused-at", "search-attributes"} {
+		require.Zero(t, facts.Find(testid("fact-"+key)).Length(), key)
+	}
+	require.NotContains(t, text(facts), "—")
+	for _, group := range []string{"facts-state", "facts-when", "facts-action", "facts-about"} {
+		require.Equal(t, 1, facts.Find(testid(group)).Length(), group)
+	}
+	require.Equal(t, "reports.Nightly", text(facts.Find(testid("facts-action")).Find(testid("fact-workflow-type"))))
 	require.Equal(t, "{\n  \"full\": true\n}", facts.Find(testid("fact-input")).Find("pre").Text())
 	require.Equal(t, "/waterline/runs/01RUN", attr(t, facts.Find(testid("fact-latest-run")).Find("a"), "href"))
 
@@ -58,7 +68,9 @@ func TestScheduleDetailShowsEveryFact(t *testing.T) {
 	require.Equal(t, "/waterline/runs/01RUN", attr(t, recent.Eq(0).Find("a"), "href"))
 	require.Equal(t, 1, doc.Find(testid("run-row")).Length())
 	require.Equal(t, "/waterline/runs?schedule_id=nightly", attr(t, doc.Find(testid("all-runs-link")), "href"))
-	require.Equal(t, "/waterline/schedules/nightly/history", attr(t, doc.Find(testid("history-link")), "href"))
+	// One History button: the action bar's (the panel's "Audit history" is gone).
+	require.Equal(t, 1, doc.Find(`a[href="/waterline/schedules/nightly/history"]`).Length())
+	require.Equal(t, "/waterline/schedules/nightly/history", attr(t, doc.Find(testid("action-history")), "href"))
 
 	// Outside the registry the action forms post and redirect: no row swap.
 	form := doc.Find(testid("action-pause")).Find("form")

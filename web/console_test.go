@@ -560,7 +560,9 @@ func TestConsoleScheduleDetail(t *testing.T) {
 		require.Equal(t, "manual", textOf(doc.Find(tid("recent-action")).Find(tid("outcome-badge"))))
 		require.Equal(t, runID, attrOf(t, doc.Find(tid("runs-table")).Find(tid("run-row")), "data-run-id"))
 		require.Equal(t, "/waterline/runs?schedule_id=daily-sync", attrOf(t, doc.Find(tid("all-runs-link")), "href"))
-		require.Equal(t, "/waterline/schedules/daily-sync/history", attrOf(t, doc.Find(tid("history-link")), "href"))
+		// One History button, in the action bar (issue 21 removed the second).
+		require.Equal(t, "/waterline/schedules/daily-sync/history", attrOf(t, doc.Find(tid("action-history")), "href"))
+		require.Equal(t, 1, doc.Find(`a[href="/waterline/schedules/daily-sync/history"]`).Length())
 		actions := doc.Find(".page-head " + tid("schedule-actions"))
 		require.Equal(t, 1, actions.Find(tid("action-pause")).Length())
 		require.Equal(t, "/waterline/schedules/daily-sync", actions.Find(`input[name="return_to"]`).First().AttrOr("value", ""),
