@@ -5,7 +5,9 @@
 #   2. the playwright-go driver folder .cache/playwright-driver/<version>/,
 #      i.e. `node` (a symlink to this machine's node) and `package/` (the
 #      unpacked `npm pack playwright-core@<version>`), where <version> is the
-#      playwrightCliVersion the pinned playwright-go module expects.
+#      playwrightCliVersion the pinned playwright-go module expects;
+#   3. axe-core (Deque's accessibility engine, npm) in .cache/axe-core/package/,
+#      which e2e/a11y_test.go injects into the console's main pages.
 # Idempotent: work already done is skipped. Run it once, then `go test ./e2e/`.
 set -euo pipefail
 
@@ -103,6 +105,31 @@ else
   trap - EXIT
   driver_ok || die "the driver in $driver does not report version $version"
   say "driver: ready (node $("$node" --version) -> $node)"
+fi
+
+# --- 3. axe-core for the accessibility check ----------------------------------
+# Pinned: a new release may add rules, and a rule change should be a commit.
+axe_version="4.14.1"
+axe="$repo/.cache/axe-core"
+axe_ok() {
+  [ -f "$axe/package/axe.min.js" ] && grep -q "\"version\": \"$axe_version\"" "$axe/package/package.json" 2>/dev/null
+}
+if axe_ok; then
+  say "axe-core: $axe_version already in ${axe#"$repo"/}"
+else
+  say "axe-core: fetching npm's axe-core@$axe_version into ${axe#"$repo"/}"
+  mkdir -p "$repo/.cache"
+  tmp="$(mktemp -d "$repo/.cache/.axe-$axe_version.XXXXXX")"
+  trap 'rm -rf "$tmp"' EXIT
+  tarball="$(cd "$tmp" && npm pack --silent "axe-core@$axe_version" | tail -n 1)"
+  [ -f "$tmp/$tarball" ] || die "npm pack axe-core@$axe_version produced no tarball"
+  tar -xzf "$tmp/$tarball" -C "$tmp"
+  rm -f "$tmp/$tarball"
+  rm -rf "$axe"
+  mv "$tmp" "$axe"
+  trap - EXIT
+  axe_ok || die "axe-core in $axe is not version $axe_version"
+  say "axe-core: ready"
 fi
 
 say "done; run the browser tests with: go test ./e2e/"
