@@ -499,7 +499,7 @@ func (h *Console) Detail(c echo.Context) error {
 		return err
 	}
 	if w := d.Schedule.CatchupWindowSeconds; w != nil {
-		v.CatchupWindow = (time.Duration(*w) * time.Second).String()
+		v.CatchupWindow = durationText(time.Duration(*w) * time.Second) // "2 h", like every duration shown
 	}
 	if r.detailIsLive(d.Schedule, runs.Runs) {
 		v.RefreshURL = c.Request().URL.RequestURI()

@@ -64,7 +64,7 @@ type ScheduleDetailView struct {
 	Actions          ScheduleActions
 	Outcome          *TriggerOutcomeView // result of a trigger, when the handler renders it here
 	Ledger           *LedgerView         // the occurrence ledger; nil when it could not be read
-	CatchupWindow    string              // "2h0m0s"; "" = fire the overdue occurrence once
+	CatchupWindow    string              // "2 h"; "" = fire the overdue occurrence once
 	// RefreshURL is set while something is happening (a run in flight,
 	// buffered fires, a fire due within a minute): the page polls it.
 	RefreshURL string
