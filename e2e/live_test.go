@@ -63,13 +63,27 @@ func TestRunsListAndSchedulePageAreLive(t *testing.T) {
 		must(t, "running without a reload", expectStatus(row, "running"))
 		must(t, "running on the schedule page", expectStatus(detailRow, "running"))
 
-		// An open form in the action bar is outside the live region.
+		// While the Pause… form is open the schedule page skips its polls
+		// (console.js cancels them): the run completes, a poll comes and is
+		// skipped, and the page still shows it running with the form open
+		// and the half-typed reason in it. Closing the form lets the next
+		// poll through.
 		pause := openDetails(t, detail.Locator(".page-head"), "action-pause")
 		must(t, "type a reason", pause.GetByTestId("pause-reason").Fill("half-typed"))
-		must(t, "close it again", pause.Locator("summary").Click())
-
+		_, err := detail.Evaluate(`() => {
+			window.skippedPolls = 0;
+			document.addEventListener("htmx:beforeRequest", e => {
+				if (e.detail.elt.hasAttribute("data-live") && e.defaultPrevented) window.skippedPolls++;
+			});
+		}`)
+		must(t, "count skipped polls", err)
 		api.complete("live-worker", run.RunID)
 		must(t, "completed without a reload", expectStatus(row, "completed"))
+		_, err = detail.WaitForFunction(`() => window.skippedPolls >= 1`, nil)
+		must(t, "a poll was skipped while the form was open", err)
+		must(t, "not refreshed under the open form", expectStatus(detailRow, "running"))
+		must(t, "the form is still open", expect.Locator(pause).ToHaveAttribute("open", ""))
+		must(t, "close it", pause.Locator("summary").Click())
 		must(t, "completed on the schedule page", expectStatus(detailRow, "completed"))
 		must(t, "health follows", expectCount(detail, "run-strip", 1))
 		must(t, "the reason is still there", expectValue(pause.GetByTestId("pause-reason"), "half-typed"))
