@@ -89,10 +89,10 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		Overdue:    s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
 		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
 		Selectable: s.Status != models.StatusDeleted && r.canOperate(), SelectColumn: r.canOperate(),
-		Actions:    r.actions(s, returnTo),
-		Paused:     r.pause(s, loc),
-		Health:     r.health(s, loc),
-		Managed:    managedByApply(s),
+		Actions: r.actions(s, returnTo),
+		Paused:  r.pause(s, loc),
+		Health:  r.health(s, loc),
+		Managed: managedByApply(s),
 	}
 	if len(s.RecentActions) > 0 {
 		last := s.RecentActions[0]
@@ -518,7 +518,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass, Input: prettyValue(s.Action.Input),
 		ExecutionTimeout: secondsText(s.Action.ExecutionTimeoutSeconds), RunTimeout: secondsText(s.Action.RunTimeoutSeconds),
 		OverlapPolicy: s.OverlapPolicy,
-		MaxRuns: int64Text(s.MaxRuns), RemainingActions: int64Text(s.RemainingActions),
+		MaxRuns:       int64Text(s.MaxRuns), RemainingActions: int64Text(s.RemainingActions),
 		Connection: deref(s.Connection), Queue: deref(s.Queue),
 		Labels: sortedPairs(s.Labels), Memo: sortedPairs(s.Memo), SearchAttributes: sortedPairs(s.SearchAttributes),
 		Note: s.Note, FiresCount: s.FiresCount, FailuresCount: s.Health.FailuresCount, SkippedCount: s.SkippedTriggerCount,
