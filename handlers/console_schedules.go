@@ -88,12 +88,13 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		NextFire:   momentPtr(s.NextFireAt, loc, r.now),
 		Overdue:    s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
 		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
-		Selectable: s.Status != models.StatusDeleted && r.canOperate(), SelectColumn: r.canOperate(),
-		Actions: r.actions(s, returnTo),
-		Paused:  r.pause(s, loc),
-		Health:  r.health(s, loc),
-		Managed: managedByApply(s),
+		Selectable: s.Status != models.StatusDeleted && r.canOperate(),
+		Actions:    r.actions(s, returnTo),
+		Paused:     r.pause(s, loc),
+		Health:     r.health(s, loc),
+		Managed:    managedByApply(s),
 	}
+	row.SelectColumn = r.canOperate() // a viewer's registry has no checkbox column
 	if len(s.RecentActions) > 0 {
 		last := s.RecentActions[0]
 		row.LastOutcome, row.LastAt, row.LastReason = last.Outcome, moment(last.FiredAt, loc, r.now), last.Reason
