@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/models"
 )
 
 // sort=next_fire: soonest first, ties by ID, schedules that never fire
@@ -45,5 +47,34 @@ func TestAPISortByNextFire(t *testing.T) {
 			res := f.do("GET", v2+"/schedules?"+q, "")
 			require.Equal(t, 422, res.Status, "%s: %s", q, res.Raw)
 		}
+	})
+}
+
+// The namespaces that exist, read by an index skip scan, are bounded by
+// the limit on both databases (the recursion stops, it is not cut after),
+// and NamespacesHolding finds an ID only in the namespaces it is given.
+func TestNamespacesSkipScan(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newAPI(t, db, "")
+		for _, ns := range []string{"ns-c", "ns-a", "ns-b", "ns-e", "ns-d"} {
+			for _, id := range []string{"x", "y-" + ns} {
+				f.must(201, "POST", "/waterline/api/v2/schedules", `{"schedule_id":"`+id+`","cron":"0 * * * *","action":{"workflow_type":"w"}}`, "X-Namespace", ns)
+			}
+		}
+		all, err := models.ListNamespaces(context.Background(), db, 100)
+		require.NoError(t, err)
+		require.Equal(t, []string{"ns-a", "ns-b", "ns-c", "ns-d", "ns-e"}, all)
+		first, err := models.ListNamespaces(context.Background(), db, 3)
+		require.NoError(t, err)
+		require.Equal(t, []string{"ns-a", "ns-b", "ns-c"}, first)
+
+		holding, err := models.NamespacesHolding(context.Background(), db, "x", []string{"ns-e", "ns-b", "elsewhere"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"ns-b", "ns-e"}, holding)
+		holding, err = models.NamespacesHolding(context.Background(), db, "y-ns-a", []string{"ns-b"})
+		require.NoError(t, err)
+		require.Empty(t, holding)
 	})
 }
