@@ -68,3 +68,28 @@ func TestFireLagReadsAsADuration(t *testing.T) {
 		must(t, "a backfill 40 h late reads in days and hours", expect.Locator(lags.First()).ToHaveText(regexp.MustCompile(`^1 d 1[6-9] h$`)))
 	})
 }
+
+// Scenario (issue 21 §10): on a phone (390×844) the schedule page, the run
+// page and the runs list never scroll sideways; wide tables scroll inside
+// their frame.
+func TestPhonePagesDoNotOverflow(t *testing.T) {
+	forEachDatabase(t, noLoop, func(t *testing.T, srv *server) {
+		api := newAPI(t, srv)
+		api.createSchedule(sched{ID: "nightly-billing-export-with-a-long-name", Cron: "0 2 * * *", Timezone: "America/New_York",
+			WorkflowType: "billing.ExportInvoicesForEveryRegion", Labels: map[string]string{"team": "billing"}})
+		var run struct {
+			RunID string `json:"run_id"`
+		}
+		api.must(http.MethodPost, "/schedules/nightly-billing-export-with-a-long-name/trigger", map[string]any{}, http.StatusOK, &run)
+		page := newPage(t, pageOptions{BaseURL: srv.BaseURL})
+		must(t, "phone viewport", page.SetViewportSize(390, 844))
+		for _, path := range []string{"/waterline/schedules/nightly-billing-export-with-a-long-name", "/waterline/runs/" + run.RunID, "/waterline/runs"} {
+			gotoOK(t, page, path)
+			wide, err := page.Evaluate(`() => document.documentElement.scrollWidth - document.documentElement.clientWidth`)
+			must(t, "measure "+path, err)
+			if n, _ := wide.(int); n > 0 {
+				t.Errorf("%s: the page is %d px wider than a 390 px phone", path, n)
+			}
+		}
+	})
+}
