@@ -118,16 +118,40 @@ func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error
 	if err != nil {
 		return err
 	}
-	res := &views.BackfillResultView{DryRun: true, Count: rep.Occurrences}
-	for i, o := range rep.Results {
-		if i == backfillListed {
-			res.NotListed = len(rep.Results) - backfillListed
-			break
-		}
-		res.Occurrences = append(res.Occurrences, views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID})
-	}
-	v.Result = res
+	v.Result = r.backfillResult(rep, true, loc)
 	return r.renderBackfill(http.StatusOK, v)
+}
+
+// backfillResult lists the first backfillListed occurrences of a report and
+// counts every one by outcome (a dry run's "would start" are the planned).
+func (r *request) backfillResult(rep *scheduling.BackfillReport, dryRun bool, loc *time.Location) *views.BackfillResultView {
+	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences}
+	if !dryRun {
+		res.Count = len(rep.Results)
+	}
+	for i, o := range rep.Results {
+		switch o.Outcome {
+		case scheduling.BackfillStarted, scheduling.BackfillPlanned:
+			res.Started++
+		case scheduling.BackfillSkipped:
+			res.Skipped++
+		case scheduling.BackfillBuffered:
+			res.Buffered++
+		case scheduling.BackfillFailed:
+			res.Failed++
+		}
+		if i >= backfillListed {
+			res.NotListed++
+			continue
+		}
+		ov := views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID,
+			Outcome: o.Outcome, RunID: o.RunID, Reason: o.Reason}
+		if o.RunID != "" {
+			ov.RunURL = r.url(runURL(o.RunID))
+		}
+		res.Occurrences = append(res.Occurrences, ov)
+	}
+	return res
 }
 
 // Backfill answers POST /waterline/schedules/{id}/backfill: with dry_run=1
@@ -199,24 +223,6 @@ func (h *Console) Backfill(c echo.Context) error {
 		}
 		return err
 	}
-	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences}
-	if !dryRun {
-		res.Count = len(rep.Results)
-	}
-	for i, o := range rep.Results {
-		if i == backfillListed {
-			res.NotListed = len(rep.Results) - backfillListed
-			break
-		}
-		ov := views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID}
-		if !dryRun {
-			ov.Outcome, ov.RunID, ov.Reason = o.Outcome, o.RunID, o.Reason
-			if o.RunID != "" {
-				ov.RunURL = r.url(runURL(o.RunID))
-			}
-		}
-		res.Occurrences = append(res.Occurrences, ov)
-	}
-	v.Result = res
+	v.Result = r.backfillResult(rep, dryRun, loc)
 	return r.renderBackfill(http.StatusOK, v)
 }

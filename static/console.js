@@ -224,3 +224,43 @@
   document.addEventListener("htmx:afterSwap", function (ev) { refresh(ev.detail && ev.detail.target); });
   setInterval(function () { refresh(document); }, 30000);
 })();
+
+// Long operations (issue 21): a form posted without htmx (a whole page
+// comes back) marks its submit button busy — a spinner, disabled against a
+// second click — until the next page arrives. htmx's own posts do the same
+// through hx-disabled-elt (views/busy.go). The button is disabled after the
+// submit event, so that its name and value are still sent.
+(function () {
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (ev.defaultPrevented || !form || (form.method || "").toLowerCase() !== "post") return;
+    var button = ev.submitter || form.querySelector("button[type=submit], button:not([type])");
+    if (!button) return;
+    button.classList.add("is-busy");
+    form.setAttribute("aria-busy", "true");
+    setTimeout(function () { button.disabled = true; }, 0);
+  });
+  // Back to a page kept in the browser's cache: nothing is in flight.
+  window.addEventListener("pageshow", function (ev) {
+    if (!ev.persisted) return;
+    document.querySelectorAll("button.is-busy").forEach(function (b) {
+      b.classList.remove("is-busy");
+      b.disabled = false;
+      if (b.form) b.form.removeAttribute("aria-busy");
+    });
+  });
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.tagName === "FORM") elt.setAttribute("aria-busy", "true");
+  });
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.tagName === "FORM") elt.removeAttribute("aria-busy");
+  });
+  // A backfill's answer can be long: keep its Start button (or what it
+  // did) on screen after the swap.
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var head = document.querySelector("#backfill-panel .backfill-head");
+    if (head && ev.detail && ev.detail.elt && ev.detail.elt.id === "backfill-panel") head.scrollIntoView({ block: "nearest" });
+  });
+})();

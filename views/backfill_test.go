@@ -17,7 +17,7 @@ func sampleBackfill() BackfillView {
 func TestBackfillDryRunListsOccurrencesAndOffersToStart(t *testing.T) {
 	t.Parallel()
 	v := sampleBackfill()
-	v.Result = &BackfillResultView{DryRun: true, Count: 3, Occurrences: []BackfillOccurrenceView{
+	v.Result = &BackfillResultView{DryRun: true, Count: 3, Started: 3, Occurrences: []BackfillOccurrenceView{
 		{Time: Moment{Text: "2026-07-01 02:00 EDT"}, InstanceID: "schedule:nightly:backfill:1"},
 		{Time: Moment{Text: "2026-07-02 02:00 EDT"}, InstanceID: "schedule:nightly:backfill:2"},
 		{Time: Moment{Text: "2026-07-03 02:00 EDT"}, InstanceID: "schedule:nightly:backfill:3"},
