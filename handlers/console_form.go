@@ -158,9 +158,11 @@ func (f *scheduleForm) retryPolicy(v views.ScheduleFormValues) *models.RetryPoli
 	return p
 }
 
+// addErr files msg under field; a field's messages are one per line (the
+// form lists them, e.g. every bad cron line).
 func (f *scheduleForm) addErr(field, msg string) {
 	if prev, ok := f.errs[field]; ok {
-		f.errs[field] = prev + "; " + msg
+		f.errs[field] = prev + "\n" + msg
 		return
 	}
 	f.errs[field] = msg
@@ -494,6 +496,7 @@ func (h *Console) Preview(c echo.Context) error {
 	}
 	f := readScheduleForm(c)
 	v, valid := r.preview(f)
+	v.Live = true
 	if id := c.QueryParam("schedule_id"); id != "" {
 		if s, err := h.Service.Get(c.Request().Context(), r.ns, id); err == nil {
 			v.Changes = f.changes(s)
@@ -508,7 +511,7 @@ func (h *Console) Preview(c echo.Context) error {
 
 func (r *request) newFormView(values views.ScheduleFormValues) views.ScheduleFormView {
 	return views.ScheduleFormView{Action: r.url(registryPath), PreviewURL: r.url(registryPath + "/preview"),
-		CancelURL: r.url(registryPath), Values: values, Errors: map[string]string{}}
+		CancelURL: r.url(registryPath), Values: values, Errors: map[string]string{}, Zones: zoneNames()}
 }
 
 // NewSchedule answers GET /waterline/schedules/new.
@@ -529,25 +532,15 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	}
 	f := readScheduleForm(c)
 	v := r.newFormView(f.values)
+	in := f.createInput(r.ns)
 	if len(f.errs) > 0 {
-		// The spec is checked as well, so one round trip shows every
-		// problem the form can know about.
-		if len(f.spec.CronExpressions) == 0 && len(f.spec.Intervals) == 0 {
-			// Nothing to compile (or only unreadable intervals).
-		} else if _, err := scheduling.Compile(f.spec); err != nil {
-			var val *scheduling.ValidationError
-			if errors.As(err, &val) {
-				f.mapErrors(&scheduling.ValidationError{Fields: prefixed("spec.", val.Fields)})
-			}
-		}
+		// The service judges what could be read, writing nothing, so that
+		// one round trip shows every problem at once.
+		_, err := h.Service.PlanCreate(c.Request().Context(), in)
+		f.alsoServiceErrors(err)
 		return r.formAgain(http.StatusUnprocessableEntity, v, f)
 	}
-	sch, err := h.Service.Create(c.Request().Context(), scheduling.CreateInput{
-		Namespace: r.ns, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
-		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline,
-		Connection: f.connection, Queue: f.queue,
-		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
-	}, r.cc(""))
+	sch, err := h.Service.Create(c.Request().Context(), in, r.cc(""))
 	if status, handled := f.serviceError(err); handled {
 		return r.formAgain(status, v, f)
 	} else if err != nil {
@@ -560,12 +553,36 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	return r.redirect(r.url(scheduleURL(sch.ScheduleID)), views.Flash{Kind: "ok", Message: msg})
 }
 
-func prefixed(prefix string, m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[prefix+k] = v
+func (f *scheduleForm) createInput(namespace string) scheduling.CreateInput {
+	return scheduling.CreateInput{
+		Namespace: namespace, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
+		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline,
+		Connection: f.connection, Queue: f.queue,
+		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
 	}
-	return out
+}
+
+// alsoServiceErrors adds what the service's plan refused (err) to a form
+// that already has errors of its own. A field the form could not read
+// keeps the form's message: the service judged a blank in its place. So
+// does the spec when unreadable intervals left it empty.
+func (f *scheduleForm) alsoServiceErrors(err error) {
+	if err == nil {
+		return
+	}
+	more := &scheduleForm{errs: map[string]string{}, spec: f.spec, cronLines: f.cronLines, ivLines: f.ivLines}
+	if _, handled := more.serviceError(err); !handled {
+		return // not a verdict on the fields; the form's errors stand
+	}
+	for field, msg := range more.errs {
+		if _, own := f.errs[field]; own {
+			continue
+		}
+		if field == "cron_expressions" && len(f.spec.CronExpressions) == 0 && f.errs["intervals"] != "" {
+			continue
+		}
+		f.errs[field] = msg
+	}
 }
 
 // serviceError turns a refusal of create/update into form errors.
@@ -616,7 +633,7 @@ func (r *request) editFormView(s *models.Schedule, values views.ScheduleFormValu
 	values.ScheduleID = s.ScheduleID // read-only in the form; never taken from the post
 	return views.ScheduleFormView{Editing: true, Action: r.url(base + "/edit"),
 		PreviewURL: r.url(registryPath+"/preview", "schedule_id", s.ScheduleID),
-		CancelURL:  r.url(base), Values: values, Errors: map[string]string{}}
+		CancelURL:  r.url(base), Values: values, Errors: map[string]string{}, Zones: zoneNames()}
 }
 
 // EditSchedule answers GET /waterline/schedules/{id}/edit.
@@ -659,6 +676,8 @@ func (h *Console) UpdateSchedule(c echo.Context) error {
 	v := r.editFormView(s, f.values)
 	v.Changes = f.changes(s)
 	if len(f.errs) > 0 {
+		_, err := h.Service.PlanUpdate(c.Request().Context(), r.ns, s.ScheduleID, f.update(v.Changes))
+		f.alsoServiceErrors(err)
 		return r.formAgain(http.StatusUnprocessableEntity, v, f)
 	}
 	detail := r.url(scheduleURL(s.ScheduleID))

@@ -257,6 +257,18 @@
     var elt = ev.detail && ev.detail.elt;
     if (elt && elt.tagName === "FORM") elt.removeAttribute("aria-busy");
   });
+  // A link of the form's error summary moves the focus to its input (the
+  // browser alone only scrolls to it).
+  document.addEventListener("click", function (ev) {
+    var link = ev.target.closest && ev.target.closest(".error-summary a[href^='#'], .preview .field-error a[href^='#']");
+    if (!link) return;
+    var input = document.getElementById(link.getAttribute("href").slice(1));
+    if (!input) return;
+    ev.preventDefault();
+    var field = input.closest(".field") || input;
+    field.scrollIntoView({ block: "center" });
+    input.focus({ preventScroll: true });
+  });
   // A backfill's answer can be long: keep its Start button (or what it
   // did) on screen after the swap.
   document.addEventListener("htmx:afterSettle", function (ev) {

@@ -74,7 +74,7 @@ func TestScheduleFormKeepsValuesAndOffersChoices(t *testing.T) {
 	tz := doc.Find(testid("input-timezone"))
 	require.Equal(t, "America/New_York", attr(t, tz, "value"))
 	list := attr(t, tz, "list")
-	require.Equal(t, len(CommonTimezones), doc.Find("datalist#"+list+" option").Length())
+	require.Equal(t, len(v.Zones), doc.Find("datalist#"+list+" option").Length())
 	require.Equal(t, 1, doc.Find(testid("input-paused")).Length(), "start paused on create")
 
 	// Every input has a label.
@@ -129,7 +129,8 @@ func TestSpecPreview(t *testing.T) {
 	}))
 	perr := doc.Find(testid("preview-error"))
 	require.Equal(t, "The spec is not valid.", text(perr.Find("p")))
-	require.Equal(t, "cron_expressions: expected 5 fields", text(perr.Find(`li[data-field="cron_expressions"]`)))
+	// Plain words: the input's label, not its field name (issue 21).
+	require.Equal(t, "Cron expressions: expected 5 fields", text(perr.Find(`li[data-field="cron_expressions"]`)))
 	require.Zero(t, doc.Find(testid("preview-fire-time")).Length())
 	require.Zero(t, doc.Find(testid("spec-description")).Length())
 
