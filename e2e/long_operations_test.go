@@ -57,12 +57,15 @@ func TestBackfillOf10000ShowsItsWork(t *testing.T) {
 		must(t, "Start on screen without scrolling", expect.Locator(confirm).ToBeInViewport())
 
 		must(t, "start", confirm.Click())
-		// While the request is in flight: disabled, with a spinning mark.
-		_, err := page.WaitForFunction(`() => {
-			const b = document.querySelector('[data-testid="backfill-confirm"]');
-			return !!b && b.disabled && getComputedStyle(b, '::before').animationName === 'tl-spin';
-		}`, nil)
-		must(t, "spinner on the disabled Start button", err)
+		// While the request is in flight: disabled, with a spinning mark
+		// (the spinner is the button's ::before; its style is read once the
+		// button is disabled, seconds before a 10,000 backfill is done).
+		must(t, "Start disabled while it works", expect.Locator(confirm).ToBeDisabled())
+		spin, err := confirm.Evaluate(`b => getComputedStyle(b, "::before").animationName`, nil)
+		must(t, "read the spinner", err)
+		if spin != "tl-spin" {
+			t.Fatalf("the busy Start button's spinner: animation %q, want tl-spin", spin)
+		}
 		must(t, "the form says it is busy", expect.Locator(result.GetByTestId("backfill-confirm-form")).ToHaveAttribute("aria-busy", "true"))
 
 		long := playwright.LocatorAssertionsToHaveTextOptions{Timeout: playwright.Float(180_000)}
