@@ -114,4 +114,3 @@ func TestScheduleFormErrorsWithoutJavaScript(t *testing.T) {
 		must(t, "the preview says it in plain words", expect.Locator(page.GetByTestId("preview-error").Locator("li a")).ToHaveText([]string{"Cron expressions"}))
 	})
 }
-
