@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -32,9 +33,12 @@ func TestBackfillOf10000ShowsItsWork(t *testing.T) {
 		modal := page.GetByTestId("modal")
 		panel := modal.GetByTestId("backfill-panel")
 		must(t, "backfill modal", expect.Locator(panel).ToBeVisible())
-		must(t, "from", panel.GetByTestId("input-from").Fill("2026-01-05T00:00"))
+		// The range is typed as 24-hour wall times in the zone the labels name.
+		must(t, "From names its zone", expect.Locator(panel.Locator(`label[for="f-from"]`)).ToHaveText("From (UTC)"))
+		must(t, "a 24-hour default", expect.Locator(panel.GetByTestId("input-from")).ToHaveValue(regexp.MustCompile(`^\d{4}-\d\d-\d\d [0-2]\d:\d\d$`)))
+		must(t, "from", panel.GetByTestId("input-from").Fill("2026-01-05 00:00"))
 		// 10,000 minutes: the largest backfill allowed.
-		must(t, "to", panel.GetByTestId("input-to").Fill(t0.Add(10000*time.Minute).Format("2006-01-02T15:04")))
+		must(t, "to", panel.GetByTestId("input-to").Fill(t0.Add(10000*time.Minute).Format("2006-01-02 15:04")))
 		must(t, "preview", panel.GetByTestId("backfill-preview").Click())
 
 		result := modal.GetByTestId("backfill-result")

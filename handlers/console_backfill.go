@@ -15,10 +15,12 @@ import (
 	"github.com/tidelinehq/tideline/views"
 )
 
-// datetime-local values: wall times without a zone, read in the schedule's.
-var localLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02 15:04:05"}
+// The backfill form's From and To: 24-hour wall times without a zone, read
+// in the schedule's (with a T as well, as datetime-local and ISO 8601 write
+// them).
+var localLayouts = []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"}
 
-const localLayout = "2006-01-02T15:04"
+const localLayout = "2006-01-02 15:04"
 
 // backfillListed caps the occurrences listed on the page; the count is
 // always the full one.
@@ -99,7 +101,7 @@ func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error
 		return scheduling.NewValidationError("from", "from and to must be RFC 3339 times, from before to")
 	}
 	loc := scheduleZone(s)
-	// datetime-local has minutes; widen to whole minutes, the selection
+	// The inputs have minutes; widen to whole minutes, the selection
 	// keeps the range exact.
 	v.From = from.In(loc).Truncate(time.Minute).Format(localLayout)
 	v.To = to.In(loc).Add(time.Minute - time.Nanosecond).Truncate(time.Minute).Format(localLayout)
@@ -194,7 +196,7 @@ func (h *Console) Backfill(c echo.Context) error {
 		case field.raw == "":
 			v.Errors[field.name] = "is required"
 		case !ok:
-			v.Errors[field.name] = "must be a date and time, e.g. 2026-07-01T00:00"
+			v.Errors[field.name] = "must be a date and time, 24-hour, e.g. 2026-07-01 00:00"
 		default:
 			*field.dst = t
 		}
