@@ -67,10 +67,22 @@ func TestPhoneSchedulePageAndCreateForm(t *testing.T) {
 		must(t, "live description", expect.Locator(preview.GetByTestId("spec-description")).ToContainText("At 06:30 on Monday through Friday"))
 		cron, err := page.GetByTestId("input-cron_expressions").BoundingBox()
 		must(t, "cron field box", err)
+		when, err := page.Locator(`fieldset:has([data-testid="input-cron_expressions"])`).BoundingBox()
+		must(t, "When fieldset box", err)
+		next, err := page.Locator(`fieldset:has([data-testid="input-workflow_type"])`).BoundingBox()
+		must(t, "next fieldset box", err)
 		box, err := preview.BoundingBox()
 		must(t, "preview box", err)
-		if gap := box.Y - (cron.Y + cron.Height); gap < 0 || gap > 320 {
-			t.Fatalf("the preview starts %.0f px below the cron field, want it right after (0–320 px)", gap)
+		// Right after the fields it previews (cron, intervals, zone), before
+		// the rest of the form, and within half a screen of the cron field.
+		if gap := box.Y - (when.Y + when.Height); gap < 0 || gap > 32 {
+			t.Fatalf("the preview starts %.0f px after the When fields, want right after them (0–32 px)", gap)
+		}
+		if next.Y < box.Y+box.Height {
+			t.Fatalf("the preview (y %.0f–%.0f) is not above the rest of the form (y %.0f)", box.Y, box.Y+box.Height, next.Y)
+		}
+		if gap := box.Y - (cron.Y + cron.Height); gap > phoneHeight/2 {
+			t.Fatalf("the preview starts %.0f px below the cron field, more than half a screen", gap)
 		}
 		if box.X < 0 || box.X+box.Width > phoneWidth {
 			t.Fatalf("the preview spans x %.0f–%.0f, outside the %d px screen", box.X, box.X+box.Width, phoneWidth)
