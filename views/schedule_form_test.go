@@ -52,6 +52,19 @@ func TestScheduleFormSummarisesEveryError(t *testing.T) {
 	require.Equal(t, "namespace: namespace is unknown", text(summary.Find(testid("form-other-errors"))))
 	require.Equal(t, 2, doc.Find(testid("field-cron_expressions")).Find(testid("field-error")).Find("li").Length())
 
+	// Every input the summary may name is there to link to.
+	v.Errors = map[string]string{}
+	for _, f := range scheduleFields {
+		v.Errors[f.Key] = "wrong"
+	}
+	doc = render(t, ScheduleFormPage(testLayout, v))
+	links := doc.Find(testid("error-summary-link"))
+	require.Equal(t, len(scheduleFields), links.Length())
+	links.Each(func(_ int, a *goquery.Selection) {
+		href := a.AttrOr("href", "") // ids may hold dots: no "#id" CSS selector
+		require.Equal(t, 1, doc.Find(`[id="`+strings.TrimPrefix(href, "#")+`"]`).Filter("input, textarea, select").Length(), "%s (%s) links to its input", href, text(a))
+	})
+
 	v.Errors = map[string]string{}
 	require.Zero(t, render(t, ScheduleFormPage(testLayout, v)).Find(testid("error-summary")).Length())
 }
