@@ -50,7 +50,7 @@ func runScheduleList(ctx context.Context, e env, args []string) error {
 	status := c.fs.String("status", "", "comma-separated statuses: active, paused, deleted, or all (default active,paused)")
 	text := c.fs.String("search", "", "only schedules whose ID, note or workflow type contains this text")
 	workflowType := c.fs.String("workflow-type", "", "only schedules of this workflow type")
-	label := c.fs.String("label", "", "only schedules with this label, as key:value")
+	label := c.fs.String("label", "", "only schedules with this label, key=value")
 	output := outputFlag(c.fs, listFormats...)
 	if _, err := c.parse(args); err != nil {
 		return err
@@ -229,7 +229,7 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	af.workflowClass = c.fs.String("workflow-class", "", "workflow class passed to the worker (optional)")
 	af.executionTimeout = c.fs.String("execution-timeout", "", `limit on the whole execution, retries included: seconds or a duration ("2h", "PT30M")`)
 	af.runTimeout = c.fs.String("run-timeout", "", `limit on one run: seconds or a duration ("10m")`)
-	c.fs.Var(&af.labels, "label", "label key=value (repeatable; filter with list --label key:value)")
+	c.fs.Var(&af.labels, "label", "label key=value (repeatable; filter with list --label key=value)")
 	c.fs.Var(&af.memo, "memo", "memo entry key=value, shown with the schedule (repeatable)")
 	c.fs.Var(&af.attrs, "search-attribute", "search attribute key=value (repeatable)")
 	af.maxAttempts = c.fs.Int("max-attempts", 0, "retry a failed run until it has had this many attempts (1-100; 1 = no retry)")

@@ -123,7 +123,7 @@ type ListSchedulesOptions struct {
 	Statuses     []string
 	Query        string // ID, note or workflow type contains
 	WorkflowType string
-	Label        string // key:value
+	Label        string // key=value
 	Limit        int    // page size; 0 is the server's default
 	Cursor       string
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/tidelinehq/tideline/views"
 )
 
-// datetime-local values: wall times without a zone, read in the schedule's.
-var localLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02 15:04:05"}
+// The backfill form's From and To: 24-hour wall times without a zone, read
+// in the schedule's (with a T as well, as datetime-local and ISO 8601 write
+// them).
+var localLayouts = []string{"2006-01-02 15:04", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02T15:04:05"}
 
-const localLayout = "2006-01-02T15:04"
+const localLayout = "2006-01-02 15:04"
 
 // backfillListed caps the occurrences listed on the page; the count is
 // always the full one.
@@ -99,7 +101,7 @@ func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error
 		return scheduling.NewValidationError("from", "from and to must be RFC 3339 times, from before to")
 	}
 	loc := scheduleZone(s)
-	// datetime-local has minutes; widen to whole minutes, the selection
+	// The inputs have minutes; widen to whole minutes, the selection
 	// keeps the range exact.
 	v.From = from.In(loc).Truncate(time.Minute).Format(localLayout)
 	v.To = to.In(loc).Add(time.Minute - time.Nanosecond).Truncate(time.Minute).Format(localLayout)
@@ -118,16 +120,40 @@ func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error
 	if err != nil {
 		return err
 	}
-	res := &views.BackfillResultView{DryRun: true, Count: rep.Occurrences}
-	for i, o := range rep.Results {
-		if i == backfillListed {
-			res.NotListed = len(rep.Results) - backfillListed
-			break
-		}
-		res.Occurrences = append(res.Occurrences, views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID})
-	}
-	v.Result = res
+	v.Result = r.backfillResult(rep, true, loc)
 	return r.renderBackfill(http.StatusOK, v)
+}
+
+// backfillResult lists the first backfillListed occurrences of a report and
+// counts every one by outcome (a dry run's "would start" are the planned).
+func (r *request) backfillResult(rep *scheduling.BackfillReport, dryRun bool, loc *time.Location) *views.BackfillResultView {
+	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences}
+	if !dryRun {
+		res.Count = len(rep.Results)
+	}
+	for i, o := range rep.Results {
+		switch o.Outcome {
+		case scheduling.BackfillStarted, scheduling.BackfillPlanned:
+			res.Started++
+		case scheduling.BackfillSkipped:
+			res.Skipped++
+		case scheduling.BackfillBuffered:
+			res.Buffered++
+		case scheduling.BackfillFailed:
+			res.Failed++
+		}
+		if i >= backfillListed {
+			res.NotListed++
+			continue
+		}
+		ov := views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID,
+			Outcome: o.Outcome, RunID: o.RunID, Reason: o.Reason}
+		if o.RunID != "" {
+			ov.RunURL = r.url(runURL(o.RunID))
+		}
+		res.Occurrences = append(res.Occurrences, ov)
+	}
+	return res
 }
 
 // Backfill answers POST /waterline/schedules/{id}/backfill: with dry_run=1
@@ -170,7 +196,7 @@ func (h *Console) Backfill(c echo.Context) error {
 		case field.raw == "":
 			v.Errors[field.name] = "is required"
 		case !ok:
-			v.Errors[field.name] = "must be a date and time, e.g. 2026-07-01T00:00"
+			v.Errors[field.name] = "must be a date and time, 24-hour, e.g. 2026-07-01 00:00"
 		default:
 			*field.dst = t
 		}
@@ -199,24 +225,6 @@ func (h *Console) Backfill(c echo.Context) error {
 		}
 		return err
 	}
-	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences}
-	if !dryRun {
-		res.Count = len(rep.Results)
-	}
-	for i, o := range rep.Results {
-		if i == backfillListed {
-			res.NotListed = len(rep.Results) - backfillListed
-			break
-		}
-		ov := views.BackfillOccurrenceView{Time: absMoment(o.OccurrenceTime, loc), InstanceID: o.InstanceID}
-		if !dryRun {
-			ov.Outcome, ov.RunID, ov.Reason = o.Outcome, o.RunID, o.Reason
-			if o.RunID != "" {
-				ov.RunURL = r.url(runURL(o.RunID))
-			}
-		}
-		res.Occurrences = append(res.Occurrences, ov)
-	}
-	v.Result = res
+	v.Result = r.backfillResult(rep, dryRun, loc)
 	return r.renderBackfill(http.StatusOK, v)
 }

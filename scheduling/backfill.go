@@ -20,8 +20,10 @@ type BackfillResult struct {
 	OccurrenceTime time.Time `json:"occurrence_time"`
 	InstanceID     string    `json:"instance_id,omitempty"`
 	RunID          string    `json:"run_id,omitempty"`
-	Outcome        string    `json:"outcome"` // started | buffered | skipped | failed | planned (dry run)
-	Reason         string    `json:"reason,omitempty"`
+	// started | buffered | skipped | failed; a dry run says planned, or
+	// skipped (already_started, with the run) for what the backfill would skip.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // Backfill outcomes.
@@ -109,11 +111,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 		if err != nil {
 			return nil, err
 		}
-		report := &BackfillReport{Outcome: "dry_run", Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
-		for _, t := range times {
-			report.Results = append(report.Results, BackfillResult{OccurrenceTime: t, InstanceID: backfillInstanceID(sch.ScheduleID, t), Outcome: BackfillPlanned})
-		}
-		return report, nil
+		return s.backfillPlan(ctx, sch, times)
 	}
 
 	// Batches of at most s.backfillBatch occurrences, each its own transaction on the
@@ -189,6 +187,41 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 			report.Outcome = "max_runs_exhausted"
 			break
 		}
+	}
+	return report, nil
+}
+
+// backfillPlan is the dry run's answer: every occurrence is planned, but
+// those a backfill already started (their deterministic instance exists)
+// would be skipped as already_started, and say so with their run. One
+// query: the backfill IDs of consecutive occurrences form one range of the
+// (namespace, instance_id) index (see idRange).
+func (s *Service) backfillPlan(ctx context.Context, sch *models.Schedule, times []time.Time) (*BackfillReport, error) {
+	report := &BackfillReport{Outcome: "dry_run", Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
+	if len(times) == 0 {
+		return report, nil
+	}
+	ids := make([]string, len(times))
+	for i, t := range times {
+		ids[i] = backfillInstanceID(sch.ScheduleID, t)
+	}
+	found, err := models.InstanceRuns(ctx, s.db, sch.Namespace, idRange(ids))
+	if err != nil {
+		return nil, fmt.Errorf("read started occurrences: %w", err)
+	}
+	started := make(map[string]models.InstanceRun, len(found))
+	for _, f := range found {
+		started[f.InstanceID] = f
+	}
+	for i, t := range times {
+		r := BackfillResult{OccurrenceTime: t, InstanceID: ids[i], Outcome: BackfillPlanned}
+		if f, ok := started[ids[i]]; ok {
+			r.Outcome, r.Reason = BackfillSkipped, SkipAlreadyStart
+			if f.RunID != nil {
+				r.RunID = *f.RunID
+			}
+		}
+		report.Results = append(report.Results, r)
 	}
 	return report, nil
 }

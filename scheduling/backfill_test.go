@@ -76,6 +76,49 @@ func TestBackfillStartsCanonicalOccurrencesInWindow(t *testing.T) {
 	})
 }
 
+// The dry run says which occurrences a backfill already started (they
+// would be skipped as already_started), with their run, and plans the rest.
+func TestBackfillDryRunMarksStartedOccurrences(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		in := cronInput("hourly", "0 * * * *")
+		in.OverlapPolicy = scheduling.OverlapAllowAll
+		f.create(in)
+		f.create(cronInput("hourly.other", "0 * * * *")) // its IDs sort next to hourly's
+		t0 := time.Date(2026, 7, 10, 0, 0, 0, 0, time.UTC)
+		first, err := f.svc.Backfill(f.ctx, "default", "hourly", scheduling.BackfillInput{From: t0.Add(2 * time.Hour), To: t0.Add(4 * time.Hour)})
+		require.NoError(t, err)
+		_, err = f.svc.Backfill(f.ctx, "default", "hourly.other", scheduling.BackfillInput{From: t0, To: t0.Add(6 * time.Hour), OverlapPolicy: "allow_all"})
+		require.NoError(t, err)
+
+		dry, err := f.svc.Backfill(f.ctx, "default", "hourly", scheduling.BackfillInput{From: t0, To: t0.Add(6 * time.Hour), DryRun: true})
+		require.NoError(t, err)
+		require.Equal(t, 6, dry.Occurrences)
+		var got []string
+		for _, r := range dry.Results {
+			got = append(got, r.OccurrenceTime.UTC().Format("15:04")+" "+r.Outcome+" "+r.Reason)
+		}
+		require.Equal(t, []string{"00:00 planned ", "01:00 planned ", "02:00 skipped already_started", "03:00 skipped already_started",
+			"04:00 planned ", "05:00 planned "}, got, "only hourly's own earlier backfill counts")
+		require.Equal(t, first.Results[0].RunID, dry.Results[2].RunID, "the run that started it")
+		require.Equal(t, first.Results[1].RunID, dry.Results[3].RunID)
+		require.Empty(t, dry.Results[0].RunID)
+
+		// What the dry run predicts is what the backfill does.
+		rep, err := f.svc.Backfill(f.ctx, "default", "hourly", scheduling.BackfillInput{From: t0, To: t0.Add(6 * time.Hour)})
+		require.NoError(t, err)
+		for i, r := range rep.Results {
+			want := "started"
+			if dry.Results[i].Outcome == "skipped" {
+				want = "skipped"
+			}
+			require.Equal(t, want, r.Outcome, "occurrence %d", i)
+		}
+	})
+}
+
 func TestBackfillRespectsMaxRuns(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {

@@ -22,7 +22,7 @@ type ListFilter struct {
 	Statuses     []string
 	Text         string
 	WorkflowType string
-	Label        string // "key:value"
+	Label        string // "key=value" (also "key:value"; see ParseLabelFilter)
 	Cursor       string // opaque, from a previous SchedulePage
 	Limit        int
 	Health       string // "" (any), "failing": consecutive failures > 0, or "overdue": active and past its next fire
@@ -89,9 +89,9 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 		}
 	}
 	if f.Label != "" {
-		key, value, ok := strings.Cut(f.Label, ":")
-		if !ok || !labelKeyPattern.MatchString(key) {
-			v.Add("label", "must be key:value")
+		key, value, ok := ParseLabelFilter(f.Label)
+		if !ok {
+			v.Add("label", "must be key=value, e.g. team=billing")
 		}
 		filter.LabelKey, filter.LabelValue = key, value
 	}
@@ -179,4 +179,17 @@ const LoopGrace = time.Minute
 func (s *Service) Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error) {
 	now := s.clock.Now()
 	return models.CountSchedules(ctx, s.db, namespace, now, now.Add(-LoopGrace))
+}
+
+// ParseLabelFilter reads a label filter. Labels are written key=value
+// everywhere (forms, display, the CLI's --label); key:value, the filter's
+// first spelling, is still read. A key holds neither '=' nor ':', so the
+// first of them ends it and the value may contain either.
+func ParseLabelFilter(raw string) (key, value string, ok bool) {
+	i := strings.IndexAny(raw, "=:")
+	if i < 0 {
+		return "", "", false
+	}
+	key, value = raw[:i], raw[i+1:]
+	return key, value, labelKeyPattern.MatchString(key)
 }

@@ -255,3 +255,55 @@
     document.dispatchEvent(new CustomEvent("tideline:times"));
   });
 })();
+
+// Long operations (issue 21): a form posted without htmx (a whole page
+// comes back) marks its submit button busy — a spinner, disabled against a
+// second click — until the next page arrives. htmx's own posts do the same
+// through hx-disabled-elt (views/busy.go). The button is disabled after the
+// submit event, so that its name and value are still sent.
+(function () {
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (ev.defaultPrevented || !form || (form.method || "").toLowerCase() !== "post") return;
+    var button = ev.submitter || form.querySelector("button[type=submit], button:not([type])");
+    if (!button) return;
+    button.classList.add("is-busy");
+    form.setAttribute("aria-busy", "true");
+    setTimeout(function () { button.disabled = true; }, 0);
+  });
+  // Back to a page kept in the browser's cache: nothing is in flight.
+  window.addEventListener("pageshow", function (ev) {
+    if (!ev.persisted) return;
+    document.querySelectorAll("button.is-busy").forEach(function (b) {
+      b.classList.remove("is-busy");
+      b.disabled = false;
+      if (b.form) b.form.removeAttribute("aria-busy");
+    });
+  });
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.tagName === "FORM") elt.setAttribute("aria-busy", "true");
+  });
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    var elt = ev.detail && ev.detail.elt;
+    if (elt && elt.tagName === "FORM") elt.removeAttribute("aria-busy");
+  });
+  // A link of the form's error summary moves the focus to its input (the
+  // browser alone only scrolls to it).
+  document.addEventListener("click", function (ev) {
+    var link = ev.target.closest && ev.target.closest(".error-summary a[href^='#'], .preview .field-error a[href^='#']");
+    if (!link) return;
+    var input = document.getElementById(link.getAttribute("href").slice(1));
+    if (!input) return;
+    ev.preventDefault();
+    var field = input.closest(".field") || input;
+    field.scrollIntoView({ block: "center" });
+    input.focus({ preventScroll: true });
+  });
+  // A backfill's answer can be long: keep its Start button (or what it
+  // did) on screen after the swap.
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    var head = document.querySelector("#backfill-panel .backfill-head");
+    if (head && ev.detail && ev.detail.elt && ev.detail.elt.id === "backfill-panel") head.scrollIntoView({ block: "nearest" });
+  });
+})();

@@ -17,7 +17,7 @@ func sampleBackfill() BackfillView {
 func TestBackfillDryRunListsOccurrencesAndOffersToStart(t *testing.T) {
 	t.Parallel()
 	v := sampleBackfill()
-	v.Result = &BackfillResultView{DryRun: true, Count: 3, Occurrences: []BackfillOccurrenceView{
+	v.Result = &BackfillResultView{DryRun: true, Count: 3, Started: 3, Occurrences: []BackfillOccurrenceView{
 		{Time: Moment{Text: "2026-07-01 02:00 EDT"}, InstanceID: "schedule:nightly:backfill:1"},
 		{Time: Moment{Text: "2026-07-02 02:00 EDT"}, InstanceID: "schedule:nightly:backfill:2"},
 		{Time: Moment{Text: "2026-07-03 02:00 EDT"}, InstanceID: "schedule:nightly:backfill:3"},
@@ -28,7 +28,9 @@ func TestBackfillDryRunListsOccurrencesAndOffersToStart(t *testing.T) {
 	require.Equal(t, "post", attr(t, form, "method"))
 	require.Equal(t, v.Action, attr(t, form, "action"))
 	require.Equal(t, "1", attr(t, form.Find(`input[name="dry_run"]`), "value"))
-	require.Equal(t, "datetime-local", attr(t, form.Find(`input[name="from"]`), "type"))
+	// 24-hour text, not datetime-local (whose clock is the browser's): issue 21.
+	require.Equal(t, "text", attr(t, form.Find(`input[name="from"]`), "type"))
+	require.Equal(t, "From (America/New_York)", text(form.Find(`label[for="f-from"]`)), "the label names the zone")
 	require.Equal(t, "2026-07-01T00:00", attr(t, form.Find(`input[name="from"]`), "value"))
 	require.Equal(t, "allow_all", attr(t, form.Find(`select[name="overlap_policy"] option[selected]`), "value"))
 	require.Equal(t, "America/New_York", text(doc.Find(testid("backfill-timezone"))))

@@ -51,7 +51,7 @@ type RegistryFilters struct {
 	Action string // "/waterline/schedules"
 	Status string // "" (active and paused) | active | paused | deleted | all
 	Q      string // free text
-	Label  string // key:value
+	Label  string // key=value
 	// Namespace is carried as a hidden field when the page's namespace
 	// came from the URL, so filtering stays in it.
 	Namespace string
@@ -386,7 +386,7 @@ func RegistryFiltersForm(f RegistryFilters) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "\" placeholder=\"key:value\" data-testid=\"filter-label\"></div><button type=\"submit\" data-testid=\"filter-submit\">Filter</button></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "\" placeholder=\"key=value\" data-testid=\"filter-label\"></div><button type=\"submit\" data-testid=\"filter-submit\">Filter</button></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -66,7 +66,7 @@ func rowSwap(inRow bool, url string) templ.Attributes {
 	if !inRow {
 		return nil
 	}
-	return templ.Attributes{"hx-post": url, "hx-target": "closest tr", "hx-swap": "outerHTML"}
+	return templ.Attributes{"hx-post": url, "hx-target": "closest tr", "hx-swap": "outerHTML", "hx-disabled-elt": busyButtons}
 }
 
 // modalLink opens a page's panel in the layout's <dialog> when htmx is on:

@@ -16,7 +16,79 @@ func sampleForm() ScheduleFormView {
 			Timezone: "America/New_York", WorkflowType: "reports.Nightly", Input: `{"full": true}`,
 			OverlapPolicy: "buffer_one", JitterSeconds: "30", Labels: "team=billing", Note: "owned by billing",
 		},
+		Zones: []string{"UTC", "America/New_York", "Europe/Berlin"},
 	}
+}
+
+// A refused form starts with a summary of every problem, in form order,
+// each linking to its input; it takes the focus on load.
+func TestScheduleFormSummarisesEveryError(t *testing.T) {
+	t.Parallel()
+	v := sampleForm()
+	v.Errors = map[string]string{
+		"labels":           "line 2: write key=value",
+		"cron_expressions": "line 2: minute field \"61\": 61 is outside 0-59\nline 3: \"nope\" has 1 fields",
+		"schedule_id":      "must be 1-200 characters",
+		"namespace":        "namespace is unknown",
+	}
+	doc := render(t, ScheduleFormPage(testLayout, v))
+	summary := doc.Find(testid("error-summary"))
+	require.Equal(t, 1, summary.Length())
+	_, autofocus := summary.Attr("autofocus")
+	require.True(t, autofocus, "focused on load, without JavaScript too")
+	require.Equal(t, "-1", attr(t, summary, "tabindex"))
+	require.Equal(t, "5 problems to fix", text(summary.Find("h2")))
+	var hrefs, labels []string
+	summary.Find(testid("error-summary-link")).Each(func(_ int, a *goquery.Selection) {
+		hrefs = append(hrefs, a.AttrOr("href", ""))
+		labels = append(labels, text(a))
+	})
+	require.Equal(t, []string{"#f-schedule_id", "#f-cron_expressions", "#f-labels"}, hrefs, "form order")
+	require.Equal(t, []string{"Schedule ID", "Cron expressions", "Labels"}, labels)
+	for _, h := range hrefs {
+		require.Equal(t, 1, doc.Find(h).Length(), "%s is an input", h)
+	}
+	require.Equal(t, 2, summary.Find(`[data-field="cron_expressions"] li`).Length(), "one item per bad line")
+	require.Equal(t, "namespace: namespace is unknown", text(summary.Find(testid("form-other-errors"))))
+	require.Equal(t, 2, doc.Find(testid("field-cron_expressions")).Find(testid("field-error")).Find("li").Length())
+
+	// Every input the summary may name is there to link to.
+	v.Errors = map[string]string{}
+	for _, f := range scheduleFields {
+		v.Errors[f.Key] = "wrong"
+	}
+	doc = render(t, ScheduleFormPage(testLayout, v))
+	links := doc.Find(testid("error-summary-link"))
+	require.Equal(t, len(scheduleFields), links.Length())
+	links.Each(func(_ int, a *goquery.Selection) {
+		href := a.AttrOr("href", "") // ids may hold dots: no "#id" CSS selector
+		require.Equal(t, 1, doc.Find(`[id="`+strings.TrimPrefix(href, "#")+`"]`).Filter("input, textarea, select").Length(), "%s (%s) links to its input", href, text(a))
+	})
+
+	v.Errors = map[string]string{}
+	require.Zero(t, render(t, ScheduleFormPage(testLayout, v)).Find(testid("error-summary")).Length())
+}
+
+// The live preview's answer carries each spec input's errors out of band,
+// an empty slot clearing a fixed one.
+func TestLivePreviewPutsErrorsUnderTheirInputs(t *testing.T) {
+	t.Parallel()
+	_, raw := renderIn(t, "", "", SpecPreview(SpecPreviewView{Live: true, FieldErrors: map[string]string{"cron_expressions": "line 1: bad\nline 2: worse"}}))
+	doc := render(t, SpecPreview(SpecPreviewView{Live: true, FieldErrors: map[string]string{"cron_expressions": "line 1: bad\nline 2: worse"}}))
+	require.True(t, strings.HasPrefix(raw, `<div id="spec-preview"`), "the preview first: it is what hx-target replaces")
+	for _, name := range []string{"cron_expressions", "intervals", "timezone"} {
+		slot := doc.Find("#f-" + name + "-error")
+		require.Equal(t, 1, slot.Length(), name)
+		require.Equal(t, "true", attr(t, slot, "hx-swap-oob"), name)
+	}
+	require.Equal(t, []string{"line 1: bad", "line 2: worse"}, doc.Find("#f-cron_expressions-error li").Map(func(_ int, s *goquery.Selection) string { return text(s) }))
+	_, hidden := doc.Find("#f-timezone-error").Attr("hidden")
+	require.True(t, hidden, "no error: an empty, hidden slot")
+	require.Equal(t, "Cron expressions", text(doc.Find(testid("preview-error")).Find("li a")))
+	require.NotContains(t, doc.Text(), "cron_expressions")
+
+	doc = render(t, SpecPreview(SpecPreviewView{FieldErrors: map[string]string{"cron_expressions": "bad"}}))
+	require.Zero(t, doc.Find("[hx-swap-oob]").Length(), "a page's preview has no out-of-band parts")
 }
 
 func TestScheduleFormShowsErrorsNextToTheirFields(t *testing.T) {
@@ -74,7 +146,7 @@ func TestScheduleFormKeepsValuesAndOffersChoices(t *testing.T) {
 	tz := doc.Find(testid("input-timezone"))
 	require.Equal(t, "America/New_York", attr(t, tz, "value"))
 	list := attr(t, tz, "list")
-	require.Equal(t, len(CommonTimezones), doc.Find("datalist#"+list+" option").Length())
+	require.Equal(t, len(v.Zones), doc.Find("datalist#"+list+" option").Length())
 	require.Equal(t, 1, doc.Find(testid("input-paused")).Length(), "start paused on create")
 
 	// Every input has a label.
@@ -129,7 +201,8 @@ func TestSpecPreview(t *testing.T) {
 	}))
 	perr := doc.Find(testid("preview-error"))
 	require.Equal(t, "The spec is not valid.", text(perr.Find("p")))
-	require.Equal(t, "cron_expressions: expected 5 fields", text(perr.Find(`li[data-field="cron_expressions"]`)))
+	// Plain words: the input's label, not its field name (issue 21).
+	require.Equal(t, "Cron expressions: expected 5 fields", text(perr.Find(`li[data-field="cron_expressions"]`)))
 	require.Zero(t, doc.Find(testid("preview-fire-time")).Length())
 	require.Zero(t, doc.Find(testid("spec-description")).Length())
 

@@ -883,8 +883,8 @@ func TestConsoleBackfill(t *testing.T) {
 		panel := doc.Find(tid("backfill-panel"))
 		require.Equal(t, "America/New_York", textOf(panel.Find(tid("backfill-timezone"))))
 		form := formValues(panel.Find(tid("backfill-form")))
-		require.Equal(t, "2026-07-15T08:00", form.Get("from"), "the last 24 hours, in the schedule's zone")
-		require.Equal(t, "2026-07-16T08:00", form.Get("to"))
+		require.Equal(t, "2026-07-15 08:00", form.Get("from"), "the last 24 hours, in the schedule's zone, 24-hour")
+		require.Equal(t, "2026-07-16 08:00", form.Get("to"))
 		require.Equal(t, "1", form.Get("dry_run"))
 		require.Contains(t, textOf(panel.Find(`[data-testid="input-overlap_policy"] option`).First()), "buffer_all")
 

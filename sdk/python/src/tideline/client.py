@@ -185,7 +185,7 @@ class Client:
     ) -> SchedulePage:
         """One page of schedules, ordered by schedule_id. ``status`` defaults to
         active and paused on the server; ``"all"`` includes deleted ones.
-        ``label`` is ``key:value``; ``limit`` is 1..200 (default 50)."""
+        ``label`` is ``key=value``; ``limit`` is 1..200 (default 50)."""
         params = {
             "status": _statuses(status),
             "q": query,

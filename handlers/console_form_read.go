@@ -1,0 +1,300 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/views"
+)
+
+// The create/edit form posts url-encoded fields named as in
+// views.ScheduleFormValues. scheduleForm reads them into the service's
+// types; what cannot even be read (a number that is not one, JSON that is
+// not JSON, a "key=value" line without "=") becomes a field error here,
+// everything else is the service's to judge.
+
+type scheduleForm struct {
+	values views.ScheduleFormValues
+	errs   map[string]string
+
+	spec          models.Spec
+	cronLines     []int // the form line of each cron expression, for messages
+	ivLines       []int // the form line of each interval
+	action        models.Action
+	overlap       string
+	jitter        int
+	maxRuns       *int64
+	catchup       *int
+	startDeadline *int64
+	connection    *string
+	queue         *string
+	labels        map[string]string
+	memo          map[string]string
+	note          string
+	pauseAfter    *int
+}
+
+func readScheduleForm(c echo.Context) *scheduleForm {
+	v := views.ScheduleFormValues{
+		ScheduleID: strings.TrimSpace(c.FormValue("schedule_id")), CronExpressions: c.FormValue("cron_expressions"),
+		Intervals: c.FormValue("intervals"), Timezone: strings.TrimSpace(c.FormValue("timezone")),
+		WorkflowType: strings.TrimSpace(c.FormValue("workflow_type")), WorkflowClass: strings.TrimSpace(c.FormValue("workflow_class")),
+		Input: c.FormValue("input"), ExecutionTimeoutSeconds: strings.TrimSpace(c.FormValue("execution_timeout_seconds")),
+		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
+		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
+		CatchupWindowSeconds: strings.TrimSpace(c.FormValue("catchup_window_seconds")),
+		StartDeadlineSeconds: strings.TrimSpace(c.FormValue("start_deadline_seconds")),
+		Connection:           strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
+		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
+		Paused:      c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
+		MaxAttempts: strings.TrimSpace(c.FormValue("retry_policy.max_attempts")), RetryInitial: strings.TrimSpace(c.FormValue("retry_policy.initial_interval_seconds")),
+		RetryCoefficient: strings.TrimSpace(c.FormValue("retry_policy.backoff_coefficient")), RetryMaxInterval: strings.TrimSpace(c.FormValue("retry_policy.max_interval_seconds")),
+		NonRetryable: c.FormValue("retry_policy.non_retryable_error_types"), PauseAfterFailures: strings.TrimSpace(c.FormValue("pause_after_failures")),
+	}
+	return parseScheduleForm(v)
+}
+
+func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
+	f := &scheduleForm{values: v, errs: map[string]string{}}
+	f.spec = models.Spec{CronExpressions: []string{}, Intervals: []models.Interval{}, Timezone: v.Timezone}
+	if f.spec.Timezone == "" {
+		f.spec.Timezone = "UTC"
+	}
+	for _, l := range formLines(v.CronExpressions) {
+		f.spec.CronExpressions = append(f.spec.CronExpressions, strings.Join(strings.Fields(l.text), " "))
+		f.cronLines = append(f.cronLines, l.n)
+	}
+	for _, l := range formLines(v.Intervals) {
+		iv, err := parseIntervalLine(l.text)
+		if err != nil {
+			f.addErr("intervals", fmt.Sprintf("line %d: %v", l.n, err))
+			continue
+		}
+		f.spec.Intervals = append(f.spec.Intervals, iv)
+		f.ivLines = append(f.ivLines, l.n)
+	}
+
+	f.action = models.Action{WorkflowType: v.WorkflowType, WorkflowClass: v.WorkflowClass}
+	if in := strings.TrimSpace(v.Input); in != "" {
+		dec := json.NewDecoder(strings.NewReader(in))
+		dec.UseNumber() // keeps big integers exact
+		var doc any
+		if err := dec.Decode(&doc); err != nil {
+			f.addErr("input", "must be valid JSON: "+describeJSONError(err))
+		} else if dec.More() {
+			f.addErr("input", "must be one JSON value; there is more after it")
+		} else {
+			f.action.Input = json.RawMessage(in)
+		}
+	}
+	f.action.ExecutionTimeoutSeconds = f.optInt("execution_timeout_seconds", v.ExecutionTimeoutSeconds)
+	f.action.RunTimeoutSeconds = f.optInt("run_timeout_seconds", v.RunTimeoutSeconds)
+	f.overlap = v.OverlapPolicy
+	if f.overlap == "" {
+		f.overlap = scheduling.OverlapSkip
+	}
+	if j := f.optInt("jitter_seconds", v.JitterSeconds); j != nil {
+		f.jitter = int(max(min(*j, 1<<31), -1<<31)) // the service judges the range
+	}
+	f.maxRuns = f.optInt("max_runs", v.MaxRuns)
+	f.startDeadline = f.optInt("start_deadline_seconds", v.StartDeadlineSeconds)
+	if w := f.optInt("catchup_window_seconds", v.CatchupWindowSeconds); w != nil {
+		n := int(max(min(*w, 1<<31), -1<<31)) // the service judges the range
+		f.catchup = &n
+	}
+	if v.Connection != "" {
+		f.connection = &v.Connection
+	}
+	if v.Queue != "" {
+		f.queue = &v.Queue
+	}
+	f.labels = f.pairs("labels", v.Labels)
+	f.memo = f.pairs("memo", v.Memo)
+	f.note = v.Note
+	f.action.RetryPolicy = f.retryPolicy(v)
+	if n := f.optInt("pause_after_failures", v.PauseAfterFailures); n != nil {
+		p := int(max(min(*n, 1<<31), -1<<31)) // the service judges the range
+		f.pauseAfter = &p
+	}
+	return f
+}
+
+// retryPolicy reads the retry fields; all empty is no policy (run once),
+// and fields left empty take the service's defaults.
+func (f *scheduleForm) retryPolicy(v views.ScheduleFormValues) *models.RetryPolicy {
+	types := []string{}
+	for _, l := range formLines(v.NonRetryable) {
+		types = append(types, strings.TrimSpace(l.text))
+	}
+	if v.MaxAttempts == "" && v.RetryInitial == "" && v.RetryCoefficient == "" && v.RetryMaxInterval == "" && len(types) == 0 {
+		return nil
+	}
+	p := &models.RetryPolicy{NonRetryableErrorTypes: types}
+	if n := f.optInt("retry_policy.max_attempts", v.MaxAttempts); n != nil {
+		attempts := int(max(min(*n, 1<<31), -1<<31))
+		p.MaxAttempts = &attempts
+	}
+	p.InitialIntervalSeconds = f.optInt("retry_policy.initial_interval_seconds", v.RetryInitial)
+	p.MaxIntervalSeconds = f.optInt("retry_policy.max_interval_seconds", v.RetryMaxInterval)
+	if v.RetryCoefficient != "" {
+		c, err := strconv.ParseFloat(v.RetryCoefficient, 64)
+		if err != nil {
+			f.addErr("retry_policy.backoff_coefficient", "must be a number, e.g. 2.0")
+		} else {
+			p.BackoffCoefficient = &c
+		}
+	}
+	return p
+}
+
+func (f *scheduleForm) optInt(field, raw string) *int64 {
+	if raw == "" {
+		return nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		f.addErr(field, "must be a whole number")
+		return nil
+	}
+	return &n
+}
+
+// pairs reads "key=value" lines.
+func (f *scheduleForm) pairs(field, raw string) map[string]string {
+	m := map[string]string{}
+	for _, l := range formLines(raw) {
+		k, val, ok := strings.Cut(l.text, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case !ok || k == "":
+			f.addErr(field, fmt.Sprintf("line %d: write key=value", l.n))
+			continue
+		case hasKey(m, k):
+			f.addErr(field, fmt.Sprintf("line %d: key %q appears twice", l.n, k))
+			continue
+		}
+		m[k] = strings.TrimSpace(val)
+	}
+	return m
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+type formLine struct {
+	n    int
+	text string
+}
+
+// formLines are a textarea's non-blank lines with their 1-based numbers.
+func formLines(raw string) []formLine {
+	var out []formLine
+	for i, line := range strings.Split(strings.ReplaceAll(raw, "\r\n", "\n"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, formLine{n: i + 1, text: line})
+		}
+	}
+	return out
+}
+
+var offsetWord = regexp.MustCompile(`(?i)^(.*?),?\s+offset\s+(.*)$`)
+
+// parseIntervalLine reads "every [offset]": ISO-8601 ("PT1H PT5M"), human
+// ("1 hour", "1 hour offset 5 minutes") or as the detail page prints it
+// ("every PT1H, offset PT5M"). Values are stored in canonical ISO form.
+func parseIntervalLine(line string) (models.Interval, error) {
+	s := strings.TrimSpace(line)
+	if len(s) > 6 && strings.EqualFold(s[:6], "every ") {
+		s = strings.TrimSpace(s[6:])
+	}
+	var every, offset string
+	if m := offsetWord.FindStringSubmatch(s); m != nil {
+		every, offset = m[1], m[2]
+	} else if _, err := scheduling.ParseDuration(s); err == nil {
+		every = s
+	} else {
+		fields := strings.Fields(s)
+		every = s
+		for k := 1; k < len(fields); k++ {
+			e, o := strings.Join(fields[:k], " "), strings.Join(fields[k:], " ")
+			_, errE := scheduling.ParseDuration(e)
+			_, errO := scheduling.ParseDuration(o)
+			if errE == nil && errO == nil || k == 1 && errE == nil && strings.HasPrefix(strings.ToUpper(e), "P") {
+				every, offset = e, o
+				break
+			}
+		}
+	}
+	d, err := scheduling.ParseDuration(every)
+	if err != nil {
+		return models.Interval{}, fmt.Errorf("every: %w", err)
+	}
+	iv := models.Interval{Every: scheduling.FormatISODuration(d)}
+	if offset != "" {
+		o, err := scheduling.ParseDuration(offset)
+		if err != nil {
+			return models.Interval{}, fmt.Errorf("offset: %w", err)
+		}
+		if o > 0 {
+			iv.Offset = scheduling.FormatISODuration(o)
+		}
+	}
+	return iv, nil
+}
+
+func (f *scheduleForm) createInput(namespace string) scheduling.CreateInput {
+	return scheduling.CreateInput{
+		Namespace: namespace, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
+		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline,
+		Connection: f.connection, Queue: f.queue,
+		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
+	}
+}
+
+// valuesOf is a schedule as the form shows it (edit prefill); the same
+// spelling is what changes are compared in.
+func valuesOf(s *models.Schedule) views.ScheduleFormValues {
+	var ivs []string
+	for _, iv := range s.Spec.Intervals {
+		ivs = append(ivs, strings.TrimSpace(iv.Every+" "+iv.Offset))
+	}
+	v := views.ScheduleFormValues{
+		ScheduleID: s.ScheduleID, CronExpressions: strings.Join(s.Spec.CronExpressions, "\n"), Intervals: strings.Join(ivs, "\n"),
+		Timezone: s.Spec.Timezone, WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass,
+		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
+		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
+		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
+		CatchupWindowSeconds: intText(s.CatchupWindowSeconds), StartDeadlineSeconds: int64Text(s.StartDeadlineSeconds),
+		Connection: deref(s.Connection), Queue: deref(s.Queue),
+		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
+	}
+	if p := s.Action.RetryPolicy; p != nil {
+		v.MaxAttempts, v.RetryInitial = intText(p.MaxAttempts), int64Text(p.InitialIntervalSeconds)
+		v.RetryMaxInterval, v.NonRetryable = int64Text(p.MaxIntervalSeconds), strings.Join(p.NonRetryableErrorTypes, "\n")
+		if p.BackoffCoefficient != nil {
+			v.RetryCoefficient = strconv.FormatFloat(*p.BackoffCoefficient, 'f', -1, 64)
+		}
+	}
+	v.PauseAfterFailures = intText(s.PauseAfterFailures)
+	if v.Timezone == "" {
+		v.Timezone = "UTC"
+	}
+	return v
+}
+
+func pairLines(m map[string]string) string {
+	lines := make([]string, 0, len(m))
+	for _, kv := range sortedPairs(m) {
+		lines = append(lines, kv.Key+"="+kv.Value)
+	}
+	return strings.Join(lines, "\n")
+}
