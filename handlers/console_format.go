@@ -197,7 +197,11 @@ func secondsText(p *int64) string {
 	if p == nil {
 		return ""
 	}
-	return strconv.FormatInt(*p, 10) + " s"
+	if *p < 60 {
+		return strconv.FormatInt(*p, 10) + " s"
+	}
+	// "1 h", "2 h 30 min": a timeout reads like the other durations.
+	return durationText(time.Duration(*p) * time.Second)
 }
 
 func int64Text(p *int64) string {

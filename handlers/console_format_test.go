@@ -28,3 +28,24 @@ func TestDurationText(t *testing.T) {
 		}
 	}
 }
+
+// Timeouts are whole seconds: under a minute they stay seconds, above it
+// they read like every other duration, and an unset one is empty.
+func TestSecondsText(t *testing.T) {
+	t.Parallel()
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		in   *int64
+		want string
+	}{
+		{nil, ""},
+		{n(30), "30 s"},
+		{n(3600), "1 h"},
+		{n(5400), "1 h 30 min"},
+		{n(86400 * 2), "2 d"},
+	} {
+		if got := secondsText(c.in); got != c.want {
+			t.Errorf("secondsText(%v) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -19,13 +19,16 @@ import (
 
 const runsPath = consolePrefix + "/runs"
 
-// runRow is one run in a list. Runs have no zone of their own: UTC.
-func (r *request) runRow(run *models.Run) views.RunRowView {
+// runRow is one run in a list, its times in the zone named (the schedule's
+// on a schedule page, to match the rest of that page). Runs have no zone of
+// their own, so the runs list passes "": UTC.
+func (r *request) runRow(run *models.Run, zoneName string) views.RunRowView {
+	loc := r.zone(zoneName)
 	row := views.RunRowView{
 		RunID: run.ID, RunURL: r.url(runURL(run.ID)), InstanceID: run.InstanceID, WorkflowType: run.WorkflowType,
 		Status: run.Status, Trigger: run.Trigger,
-		CreatedAt: moment(run.CreatedAt, r.zone(""), r.now), StartedAt: momentPtr(run.StartedAt, r.zone(""), r.now),
-		ClosedAt: momentPtr(run.FinishedAt, r.zone(""), r.now), Duration: runDuration(run),
+		CreatedAt: moment(run.CreatedAt, loc, r.now), StartedAt: momentPtr(run.StartedAt, loc, r.now),
+		ClosedAt: momentPtr(run.FinishedAt, loc, r.now), Duration: runDuration(run),
 	}
 	if run.ScheduleID != nil {
 		row.Schedule = views.Link{Label: *run.ScheduleID, URL: r.url(scheduleURL(*run.ScheduleID))}
@@ -77,7 +80,7 @@ func (h *Console) Runs(c echo.Context) error {
 		return Render(c, http.StatusUnprocessableEntity, views.RunsPage(l, v))
 	}
 	for i := range page.Runs {
-		v.Rows = append(v.Rows, r.runRow(&page.Runs[i]))
+		v.Rows = append(v.Rows, r.runRow(&page.Runs[i], ""))
 		if page.Runs[i].Active() {
 			v.RefreshURL = r.c.Request().URL.RequestURI() // live while one is in flight
 		}

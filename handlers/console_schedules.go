@@ -369,7 +369,7 @@ func (r *request) pauseUntil(id, preset, custom string) (*time.Time, error) {
 	if preset == "custom" {
 		t, ok := parseLocal(custom, loc)
 		if !ok {
-			return nil, scheduling.NewValidationError("paused_until", "must be a date and time, e.g. 2026-07-01T09:00")
+			return nil, scheduling.NewValidationError("paused_until", "must be a date and 24-hour time in the schedule's zone, e.g. 2026-07-01 09:00")
 		}
 		t = t.UTC()
 		return &t, nil
@@ -561,7 +561,7 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 		v.RecentActions = append(v.RecentActions, ra)
 	}
 	for i := range runs {
-		v.Runs = append(v.Runs, r.runRow(&runs[i]))
+		v.Runs = append(v.Runs, r.runRow(&runs[i], tz))
 	}
 	return v
 }

@@ -546,7 +546,7 @@ func TestConsoleScheduleDetail(t *testing.T) {
 		require.Equal(t, "30 2 * * *", textOf(facts.Find(tid("fact-cron-expressions"))))
 		require.Equal(t, "invoice-sync", textOf(facts.Find(tid("fact-workflow-type"))))
 		require.Equal(t, "{\n  \"region\": \"eu\"\n}", facts.Find(tid("fact-input")).Find("pre").Text())
-		require.Equal(t, "600 s", textOf(facts.Find(tid("fact-run-timeout"))))
+		require.Equal(t, "10 min", textOf(facts.Find(tid("fact-run-timeout"))))
 		require.Equal(t, "skip", textOf(facts.Find(tid("fact-overlap-policy"))))
 		require.Equal(t, "unlimited", textOf(facts.Find(tid("fact-max-runs"))))
 		require.Equal(t, "team=billing", textOf(facts.Find(tid("fact-labels"))))
