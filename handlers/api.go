@@ -37,7 +37,7 @@ func commandContext(c echo.Context, source, reason string) *scheduling.CommandCo
 	return cc
 }
 
-func (h *API) ns(c echo.Context) (string, error) { return resolveNamespace(c, h.Namespace) }
+func (h *API) ns(c echo.Context) (string, error) { return apiNamespace(c, h.Namespace) }
 
 type createRequest = apijson.CreateSchedule
 

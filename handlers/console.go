@@ -116,29 +116,16 @@ func (h *Console) begin(c echo.Context) (*request, error) {
 	if ck, err := c.Cookie(timeCookie); err == nil && (ck.Value == "utc" || ck.Value == "local") {
 		r.timePref = ck.Value
 	}
-	switch {
-	case h.Namespace != "":
-		r.ns = h.Namespace
-	case c.QueryParam("namespace") != "":
-		r.ns, r.nsInURL = c.QueryParam("namespace"), true
-		if !scheduling.ValidNamespace(r.ns) {
-			return nil, scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
-		}
-	default:
-		r.ns = defaultNamespace(c)
-		if p := PrincipalFrom(c); p != nil && checkNamespace(c, r.ns) != nil && len(p.Namespaces) > 0 {
-			r.ns = p.Namespaces[0] // bound to several, none of them "default"
-		}
-		// A cookie with a bad value (edited by hand, or a namespace this
-		// viewer may not see) is ignored, not fatal.
-		if ck, err := c.Cookie(namespaceCookie); err == nil && scheduling.ValidNamespace(ck.Value) && checkNamespace(c, ck.Value) == nil {
-			r.ns = ck.Value
-		}
+	var remembered string
+	if ck, err := c.Cookie(namespaceCookie); err == nil {
+		remembered = ck.Value
 	}
-	// A namespace the viewer is not bound to is absent: 404, never 403.
-	if err := checkNamespace(c, r.ns); err != nil {
+	var err error
+	named := c.QueryParam("namespace")
+	if r.ns, err = resolveNamespace(c, h.Namespace, nsQuery{named: named, remembered: remembered, anyBound: true}); err != nil {
 		return nil, err
 	}
+	r.nsInURL = h.Namespace == "" && named != ""
 	return r, nil
 }
 
@@ -229,7 +216,7 @@ func (h *Console) SwitchNamespace(c echo.Context) error {
 	ns := c.QueryParam("namespace")
 	if h.Namespace == "" {
 		if !scheduling.ValidNamespace(ns) {
-			return scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+			return scheduling.NewValidationError("namespace", scheduling.NamespaceRule)
 		}
 		if err := checkNamespace(c, ns); err != nil {
 			return err

@@ -215,29 +215,6 @@ func queryList(c echo.Context, name string) []string {
 	return out
 }
 
-// resolveNamespace picks the request's namespace: the server's fixed one
-// when configured, else X-Namespace, else ?namespace=, else "default" (or
-// the caller's only namespace). A namespace the caller may not see is 404.
-func resolveNamespace(c echo.Context, fixed string) (string, error) {
-	ns := fixed
-	if ns == "" {
-		ns = c.Request().Header.Get("X-Namespace")
-	}
-	if ns == "" {
-		ns = c.QueryParam("namespace")
-	}
-	if ns == "" {
-		ns = defaultNamespace(c)
-	}
-	if !scheduling.ValidNamespace(ns) {
-		return "", &scheduling.ValidationError{Code: scheduling.CodeValidationFailed, Fields: map[string]string{"namespace": "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"}}
-	}
-	if err := checkNamespace(c, ns); err != nil {
-		return "", err
-	}
-	return ns, nil
-}
-
 // hasNULEscape reports whether a JSON document holds the escape \u0000. An
 // escape is real when an odd number of backslashes precede the "u": in
 // "C:\\u0000" the backslash is itself escaped and no NUL is meant.

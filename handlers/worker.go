@@ -68,16 +68,10 @@ func (h *Worker) Poll(c echo.Context) error {
 // namespace takes the body's namespace, else the request's. On a server
 // fixed to one namespace, any other is answered like one that does not exist.
 func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
-	if h.Namespace != "" && fromBody != "" && fromBody != h.Namespace {
-		return "", &scheduling.NotFoundError{Code: "not_found", Message: "namespace \"" + fromBody + "\" not found"}
+	if fromBody == "" {
+		return apiNamespace(c, h.Namespace)
 	}
-	if fromBody != "" && h.Namespace == "" {
-		if !scheduling.ValidNamespace(fromBody) {
-			return "", scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
-		}
-		return fromBody, checkNamespace(c, fromBody)
-	}
-	return resolveNamespace(c, h.Namespace)
+	return resolveNamespace(c, h.Namespace, nsQuery{named: fromBody, strict: true})
 }
 
 // Heartbeat answers POST /worker/runs/{run_id}/heartbeat {namespace?, lease_seconds?}.

@@ -135,9 +135,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
 	}
-	if in.Namespace == "" {
-		in.Namespace = "default"
-	}
+	in.Namespace = NamespaceOr(in.Namespace)
 	if in.ScheduleID == "" {
 		in.ScheduleID = "sch-" + strings.ToLower(s.ids.newAt(now))
 	}
@@ -146,7 +144,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
-		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		v.Add("namespace", NamespaceRule)
 	}
 	if !ValidScheduleID(in.ScheduleID) {
 		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")

@@ -102,15 +102,13 @@ func (s *Service) PlanUpdate(ctx context.Context, namespace, scheduleID string, 
 // they are the same functions Create calls.
 func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Schedule, error) {
 	now := s.now()
-	if in.Namespace == "" {
-		in.Namespace = "default"
-	}
+	in.Namespace = NamespaceOr(in.Namespace)
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
 	}
 	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
-		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		v.Add("namespace", NamespaceRule)
 	}
 	if in.ScheduleID != "" && !ValidScheduleID(in.ScheduleID) {
 		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")

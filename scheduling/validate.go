@@ -39,8 +39,31 @@ var (
 	labelKeyPattern   = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,63}$`)
 )
 
+// DefaultNamespace is the namespace of a request that names none.
+const DefaultNamespace = "default"
+
+// NamespaceRule says in words what ValidNamespace accepts; every surface
+// reports a bad namespace with it.
+const NamespaceRule = "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"
+
 // ValidNamespace reports whether name follows SPEC §1's namespace rule.
 func ValidNamespace(name string) bool { return namespacePattern.MatchString(name) }
+
+// CheckNamespace is ValidNamespace as a field-level validation error.
+func CheckNamespace(name string) error {
+	if !ValidNamespace(name) {
+		return NewValidationError("namespace", NamespaceRule)
+	}
+	return nil
+}
+
+// NamespaceOr is name, or DefaultNamespace when name is empty.
+func NamespaceOr(name string) string {
+	if name == "" {
+		return DefaultNamespace
+	}
+	return name
+}
 
 // ValidScheduleID reports whether id follows SPEC §2's schedule ID rule.
 // "." and ".." are refused: browsers and proxies resolve them out of URL
