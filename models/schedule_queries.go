@@ -281,13 +281,13 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	}
 	if f.Text != "" {
 		like := "%" + escapeLike(strings.ToLower(f.Text)) + "%"
-		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+database.JSONText(db, "s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
+		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+database.Of(db).JSONText("s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
 	}
 	if f.WorkflowType != "" {
-		q = q.Where(database.JSONText(db, "s.action", "workflow_type")+" = ?", f.WorkflowType)
+		q = q.Where(database.Of(db).JSONText("s.action", "workflow_type")+" = ?", f.WorkflowType)
 	}
 	if f.LabelKey != "" {
-		q = q.Where(database.JSONTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
+		q = q.Where(database.Of(db).JSONTextParam("s.labels")+" = ?", f.LabelKey, f.LabelValue)
 	}
 	if f.Failing {
 		q = q.Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id AND h.consecutive_failures > 0")

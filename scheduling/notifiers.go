@@ -135,7 +135,7 @@ func (s *Service) CreateNotifier(ctx context.Context, namespace string, in Notif
 			return conflict("too_many_notifiers", "namespace %q has %d notifiers, the most allowed", namespace, MaxNotifiersPerNamespace)
 		}
 		err = models.InsertNotifier(ctx, tx, n)
-		if err != nil && database.IsUniqueViolation(err) {
+		if err != nil && database.Of(tx).IsUniqueViolation(err) {
 			return conflict("notifier_already_exists", "notifier %q already exists in namespace %q", n.Name, namespace)
 		}
 		return err

@@ -207,7 +207,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 			return err
 		}
 		if err := models.InsertSchedule(ctx, tx, sch); err != nil {
-			if database.IsUniqueViolation(err) {
+			if database.Of(tx).IsUniqueViolation(err) {
 				return conflict("schedule_already_exists", "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
 			}
 			return err
