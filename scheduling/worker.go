@@ -75,9 +75,9 @@ func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, erro
 	}
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
-		timer := time.NewTimer(req.Wait)
+		timer := s.clock.NewTimer(req.Wait)
 		defer timer.Stop()
-		deadline = timer.C
+		deadline = timer.C()
 	}
 	for {
 		wake := s.wakeups.channel()
@@ -85,7 +85,7 @@ func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, erro
 		if err != nil || len(runs) > 0 || deadline == nil {
 			return runs, err
 		}
-		recheck := time.NewTimer(500 * time.Millisecond)
+		recheck := s.clock.NewTimer(pollRecheck)
 		select {
 		case <-ctx.Done():
 			recheck.Stop()
@@ -94,11 +94,15 @@ func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, erro
 			recheck.Stop()
 			return []models.Run{}, nil
 		case <-wake:
-		case <-recheck.C:
+		case <-recheck.C():
 		}
 		recheck.Stop()
 	}
 }
+
+// pollRecheck is how often a long poll looks for runs that another replica
+// started (this process's own wake it at once).
+const pollRecheck = 500 * time.Millisecond
 
 func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, error) {
 	var claimed []models.Run
