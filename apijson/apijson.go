@@ -181,11 +181,13 @@ type History struct {
 	Events     []Event `json:"events"`
 	NextCursor *int64  `json:"next_cursor"`
 	HasMore    bool    `json:"has_more"`
+	// Total counts the listing's events over all pages.
+	Total int64 `json:"total"`
 }
 
 // FromHistory renders one page of an audit stream.
 func FromHistory(p *scheduling.HistoryPage) History {
-	out := History{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Events: make([]Event, 0, len(p.Events)), NextCursor: p.NextCursor, HasMore: p.HasMore}
+	out := History{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Events: make([]Event, 0, len(p.Events)), NextCursor: p.NextCursor, HasMore: p.HasMore, Total: p.Total}
 	for _, e := range p.Events {
 		out.Events = append(out.Events, FromEvent(e))
 	}

@@ -765,9 +765,9 @@ func printBackfill(e env, rep *apijson.Backfill, counts map[string]int) error {
 	}
 	summary := fmt.Sprintf("%s: %s", plural(rep.Occurrences, "occurrence"), countSummary(backfillOutcomes, counts))
 	switch rep.Outcome {
-	case "dry_run":
+	case scheduling.BackfillDryRun:
 		summary += " (dry run: nothing started)"
-	case "max_runs_exhausted":
+	case scheduling.BackfillMaxRunsExhausted:
 		summary += fmt.Sprintf(" (stopped after %d: max runs exhausted, the schedule is deleted)", len(rep.Results))
 	}
 	fmt.Fprintln(e.stdout, summary)

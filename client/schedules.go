@@ -167,10 +167,11 @@ func (c *Client) ListSchedules(ctx context.Context, opts ListSchedulesOptions) i
 	}, opts.Cursor)
 }
 
-// HistoryOptions page an audit stream: events after AfterSequence, Limit
-// (1-500, 0 = 100) per page.
+// HistoryOptions page an audit stream: events after AfterSequence (of
+// EventType only, when set), Limit (1-500, 0 = 100) per page.
 type HistoryOptions struct {
 	AfterSequence int64
+	EventType     string
 	Limit         int
 }
 
@@ -183,6 +184,9 @@ func (c *Client) ScheduleHistoryPage(ctx context.Context, id string, opts Histor
 	}
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.EventType != "" {
+		q.Set("event_type", opts.EventType)
 	}
 	return call[apijson.History](ctx, c, request{method: http.MethodGet, path: schedulePath(id, "/history"), query: q, idempotent: true})
 }

@@ -143,7 +143,7 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 		return err
 	}
 	if raw == nil {
-		return &BadRequestError{Code: "invalid_json", Message: "the body must be a JSON object of the fields to change, not null"}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "the body must be a JSON object of the fields to change, not null"}
 	}
 	in, err := parseUpdate(raw)
 	if err != nil {
@@ -215,10 +215,10 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 		case "note":
 			err = strictUnmarshal(value, &in.Note)
 		default:
-			return in, &BadRequestError{Code: "invalid_json", Message: "unknown field \"" + key + "\""}
+			return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "unknown field \"" + key + "\""}
 		}
 		if err != nil {
-			return in, &BadRequestError{Code: "invalid_json", Message: "field \"" + key + "\": " + describeJSONError(err)}
+			return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "field \"" + key + "\": " + describeJSONError(err)}
 		}
 	}
 	return in, nil
@@ -332,15 +332,11 @@ func (h *API) ScheduleHistory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultHistoryLimit, "invalid_limit")
+	q, err := historyQuery(c, scheduling.HistoryOldestFirst)
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(c, "after_sequence", 0, "invalid_after_sequence")
-	if err != nil {
-		return err
-	}
-	page, err := h.Service.History(c.Request().Context(), ns, c.Param("schedule_id"), after, int(min(max(limit, 0), scheduling.MaxHistoryLimit)))
+	page, err := h.Service.History(c.Request().Context(), ns, c.Param("schedule_id"), q)
 	if err != nil {
 		return err
 	}

@@ -576,7 +576,7 @@ func (f *scheduleForm) serviceError(err error) (int, bool) {
 	case errors.As(err, &val):
 		f.mapErrors(val)
 		return http.StatusUnprocessableEntity, true
-	case errors.As(err, &conf) && conf.Code == "schedule_already_exists":
+	case errors.As(err, &conf) && conf.Code == scheduling.CodeScheduleAlreadyExists:
 		f.addErr("schedule_id", conf.Message)
 		return http.StatusConflict, true
 	case errors.As(err, &conf):
@@ -606,7 +606,7 @@ func (r *request) editable(id string) (*models.Schedule, error) {
 		return nil, err
 	}
 	if s.Status == models.StatusDeleted {
-		return nil, &scheduling.ConflictError{Code: "schedule_deleted", Message: fmt.Sprintf("schedule %q is deleted and cannot be updated", id)}
+		return nil, &scheduling.ConflictError{Code: scheduling.CodeScheduleDeleted, Message: fmt.Sprintf("schedule %q is deleted and cannot be updated", id)}
 	}
 	return s, nil
 }

@@ -209,7 +209,7 @@ func (h *Console) Bulk(c echo.Context) error {
 	}
 	form, err := c.FormParams()
 	if err != nil {
-		return &BadRequestError{Code: "bad_request", Message: "could not read the form"}
+		return &BadRequestError{Code: scheduling.CodeBadRequest, Message: "could not read the form"}
 	}
 	back := r.returnTo(r.url(registryPath))
 	action, reason := form.Get("action"), strings.TrimSpace(form.Get("reason"))

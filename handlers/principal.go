@@ -41,7 +41,7 @@ func checkNamespace(c echo.Context, ns string) error {
 }
 
 func namespaceNotFound(ns string) error {
-	return &scheduling.NotFoundError{Code: "not_found", Message: fmt.Sprintf("namespace %q not found", ns)}
+	return &scheduling.NotFoundError{Code: scheduling.CodeNotFound, Message: fmt.Sprintf("namespace %q not found", ns)}
 }
 
 // defaultNamespace is "default", or the one namespace a bound caller has.

@@ -103,7 +103,7 @@ func (s *Service) Ledger(ctx context.Context, namespace, scheduleID string, q Le
 		from = q.From.UTC()
 	}
 	if !from.Before(to) {
-		return nil, &ValidationError{Code: "invalid_time_range", Fields: map[string]string{"from": "must be before to"}}
+		return nil, &ValidationError{Code: CodeInvalidTimeRange, Fields: map[string]string{"from": "must be before to"}}
 	}
 	limit := q.Limit
 	if limit <= 0 || limit > MaxLedgerPage {
@@ -117,7 +117,7 @@ func (s *Service) Ledger(ctx context.Context, namespace, scheduleID string, q Le
 	if q.Cursor != "" {
 		c, err := strconv.ParseInt(q.Cursor, 10, 64)
 		if err != nil || c < minUnix || c > maxUnix {
-			return nil, &ValidationError{Code: "invalid_cursor", Fields: map[string]string{"cursor": "must be the next_cursor of a previous page"}}
+			return nil, &ValidationError{Code: CodeInvalidCursor, Fields: map[string]string{"cursor": "must be the next_cursor of a previous page"}}
 		}
 		cursor = max(cursor, c)
 	}
@@ -294,9 +294,7 @@ func (s *Service) ledgerFates(ctx context.Context, sch *models.Schedule, occ []O
 			return err
 		}
 		for _, e := range skipped {
-			var p struct {
-				Reason string `json:"reason"`
-			}
+			var p SkippedPayload
 			_ = json.Unmarshal(e.Payload, &p)
 			skips[*e.WorkflowInstanceID] = p.Reason // in sequence order: the last one wins
 		}

@@ -92,7 +92,7 @@ func (s *Service) DB() *bun.DB { return s.db }
 func (s *Service) now() time.Time { return utcMicro(s.clock.Now()) }
 
 func scheduleNotFound(namespace, scheduleID string) error {
-	return &NotFoundError{Code: "schedule_not_found", Message: fmt.Sprintf("schedule %q not found in namespace %q", scheduleID, namespace)}
+	return &NotFoundError{Code: CodeScheduleNotFound, Message: fmt.Sprintf("schedule %q not found in namespace %q", scheduleID, namespace)}
 }
 
 func conflict(code, format string, args ...any) error {
@@ -197,24 +197,24 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 	s.scheduleNext(sch, compiled, now)
 	if sch.NextFireAt == nil {
-		return nil, &ValidationError{Code: "spec_never_fires", Fields: map[string]string{"spec": "has no future fire time"}}
+		return nil, &ValidationError{Code: CodeSpecNeverFires, Fields: map[string]string{"spec": "has no future fire time"}}
 	}
 
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := models.GetSchedule(ctx, tx, sch.Namespace, sch.ScheduleID); err == nil {
-			return conflict("schedule_already_exists", "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
+			return conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if err := models.InsertSchedule(ctx, tx, sch); err != nil {
 			if database.Of(tx).IsUniqueViolation(err) {
-				return conflict("schedule_already_exists", "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
+				return conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
 			}
 			return err
 		}
 		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: cc}
-		if err := rec.record(ctx, sch, EventScheduleCreated, map[string]any{
-			"spec": sch.Spec, "action": sch.Action, "overlap_policy": sch.OverlapPolicy, "next_fire_at": timeOrNil(sch.NextFireAt),
+		if err := rec.record(ctx, sch, &CreatedPayload{
+			Spec: sch.Spec, Action: sch.Action, OverlapPolicy: sch.OverlapPolicy, NextFireAt: InstantOf(sch.NextFireAt),
 		}, "", ""); err != nil {
 			return err
 		}
@@ -337,9 +337,9 @@ func (s *Service) Pause(ctx context.Context, namespace, scheduleID string, in Pa
 	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
 		switch sch.Status {
 		case models.StatusDeleted:
-			return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+			return conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 		case models.StatusPaused:
-			return conflict("schedule_not_active", "schedule %q is already paused", scheduleID)
+			return conflict(CodeScheduleNotActive, "schedule %q is already paused", scheduleID)
 		}
 		return s.pauseLocked(ctx, rec, &sch.Schedule, in)
 	})
@@ -352,20 +352,19 @@ func (s *Service) pauseLocked(ctx context.Context, rec *recorder, sch *models.Sc
 	sch.PausedAt = ptrTime(rec.now)
 	sch.NextFireAt, sch.NextNominalAt = nil, nil
 	sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil
-	payload := map[string]any{"paused_at": FormatTime(rec.now)}
+	payload := &PausedPayload{PausedAt: Instant(rec.now), Reason: in.Reason}
 	if in.Reason != "" {
 		sch.PauseReason = &in.Reason
-		payload["reason"] = in.Reason
 	}
 	if in.Until != nil {
 		until := utcMicro(*in.Until)
 		sch.PausedUntil = &until
-		payload["paused_until"] = FormatTime(until)
+		payload.PausedUntil = InstantOf(&until)
 	}
 	if by := rec.cc.author(); by != "" {
 		sch.PausedBy = &by
 	}
-	return rec.record(ctx, sch, EventSchedulePaused, payload, "", "")
+	return rec.record(ctx, sch, payload, "", "")
 }
 
 // Resume restarts a paused schedule from now: occurrences missed while it
@@ -374,9 +373,9 @@ func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *
 	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
 		switch sch.Status {
 		case models.StatusDeleted:
-			return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+			return conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 		case models.StatusActive:
-			return conflict("schedule_not_paused", "schedule %q is not paused", scheduleID)
+			return conflict(CodeScheduleNotPaused, "schedule %q is not paused", scheduleID)
 		}
 		return s.resumeLocked(ctx, rec, &sch.Schedule, nil)
 	})
@@ -392,11 +391,7 @@ func (s *Service) resumeLocked(ctx context.Context, rec *recorder, sch *models.S
 	sch.Status = models.StatusActive
 	sch.PausedAt, sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil, nil
 	s.scheduleNext(sch, compiled, rec.now)
-	payload := map[string]any{"next_fire_at": timeOrNil(sch.NextFireAt)}
-	if until != nil {
-		payload["paused_until"] = FormatTime(*until)
-	}
-	return rec.record(ctx, sch, EventScheduleResumed, payload, "", "")
+	return rec.record(ctx, sch, &ResumedPayload{NextFireAt: InstantOf(sch.NextFireAt), PausedUntil: InstantOf(until)}, "", "")
 }
 
 // Delete soft-deletes a schedule. Deleting a deleted schedule changes
@@ -406,7 +401,7 @@ func (s *Service) Delete(ctx context.Context, namespace, scheduleID string, cc *
 		if sch.Status == models.StatusDeleted {
 			return errUnchanged
 		}
-		return s.deleteLocked(ctx, rec, &sch.Schedule, "deleted")
+		return s.deleteLocked(ctx, rec, &sch.Schedule, DeleteByRequest)
 	})
 }
 
@@ -416,7 +411,7 @@ func (s *Service) deleteLocked(ctx context.Context, rec *recorder, sch *models.S
 	sch.NextFireAt, sch.NextNominalAt = nil, nil
 	sch.BufferedActions = []models.BufferedAction{}
 	sch.BufferDepth = 0
-	return rec.record(ctx, sch, EventScheduleDeleted, map[string]any{"reason": reason, "deleted_at": FormatTime(rec.now)}, "", "")
+	return rec.record(ctx, sch, &DeletedPayload{Reason: reason, DeletedAt: Instant(rec.now)}, "", "")
 }
 
 // Get returns a schedule in any status, including deleted ones.

@@ -175,7 +175,7 @@ func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runI
 		return nil, err
 	}
 	if !run.Active() {
-		return nil, conflict("run_not_running", "run %q is %s", runID, run.Status)
+		return nil, conflict(CodeRunNotRunning, "run %q is %s", runID, run.Status)
 	}
 	return run, nil
 }
@@ -220,10 +220,10 @@ func (s *Service) runChange(ctx context.Context, namespace, runID string, holder
 			return err
 		}
 		if requireRunning && run.Status != models.RunRunning {
-			return conflict("run_not_running", "run %q is %s, not running", runID, run.Status)
+			return conflict(CodeRunNotRunning, "run %q is %s, not running", runID, run.Status)
 		}
 		if holder != nil && !holder.holds(run) {
-			return conflict("run_held_by_another_worker", "run %q is held by another worker", runID)
+			return conflict(CodeRunHeldByAnotherWorker, "run %q is held by another worker", runID)
 		}
 		changed = run
 		// One run changes here: its writes and its schedule's health go
@@ -298,7 +298,7 @@ func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *Co
 	}
 	return s.runChange(ctx, namespace, runID, nil, false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if run.CancelRequestedAt != nil {
-			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
+			return conflict(CodeCancelAlreadyRequested, "cancellation of run %q was already requested", runID)
 		}
 		return s.requestCancel(ctx, tx, out, now, run.ID, operatorReason("cancel", cc))
 	})

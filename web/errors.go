@@ -34,7 +34,7 @@ func classify(err error) (int, apiError) {
 	case errors.As(err, &nf):
 		return http.StatusNotFound, apiError{Code: nf.Code, Message: nf.Message}
 	case errors.Is(err, scheduling.ErrNotFound):
-		return http.StatusNotFound, apiError{Code: "not_found", Message: "not found"}
+		return http.StatusNotFound, apiError{Code: scheduling.CodeNotFound, Message: "not found"}
 	case errors.As(err, &val):
 		code := val.Code
 		if code == "" {
@@ -48,7 +48,7 @@ func classify(err error) (int, apiError) {
 	case errors.As(err, &he):
 		return he.Code, apiError{Code: httpCode(he.Code), Message: httpMessage(he)}
 	}
-	return http.StatusInternalServerError, apiError{Code: "internal_error", Message: "internal server error; the request was logged with its request ID"}
+	return http.StatusInternalServerError, apiError{Code: scheduling.CodeInternalError, Message: "internal server error; the request was logged with its request ID"}
 }
 
 func validationMessage(v *scheduling.ValidationError) string {
@@ -63,24 +63,24 @@ func validationMessage(v *scheduling.ValidationError) string {
 func httpCode(status int) string {
 	switch status {
 	case http.StatusNotFound:
-		return "not_found"
+		return scheduling.CodeNotFound
 	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
+		return scheduling.CodeMethodNotAllowed
 	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
+		return scheduling.CodeRequestTooLarge
 	case http.StatusUnauthorized:
-		return "unauthorized"
+		return scheduling.CodeUnauthorized
 	case http.StatusForbidden:
-		return "forbidden"
+		return scheduling.CodeForbidden
 	case http.StatusBadRequest:
-		return "bad_request"
+		return scheduling.CodeBadRequest
 	case http.StatusTooManyRequests:
-		return "too_many_requests"
+		return scheduling.CodeTooManyRequests
 	case http.StatusServiceUnavailable:
-		return "server_busy"
+		return scheduling.CodeServerBusy
 	}
 	if status >= 500 {
-		return "internal_error"
+		return scheduling.CodeInternalError
 	}
 	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 }
