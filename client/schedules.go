@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/apijson"
-	"github.com/tidelinehq/tideline/models"
 )
 
 func schedulePath(id string, rest ...string) string {
@@ -96,7 +95,7 @@ func (c *Client) BackfillSchedule(ctx context.Context, id string, opts BackfillO
 
 // Preview lists the next count fire times of a spec after an instant (the
 // server's now when after is zero) and describes it.
-func (c *Client) Preview(ctx context.Context, spec models.Spec, after time.Time, count int) (*apijson.Preview, error) {
+func (c *Client) Preview(ctx context.Context, spec apijson.Spec, after time.Time, count int) (*apijson.Preview, error) {
 	body := apijson.PreviewRequest{Spec: spec}
 	if !after.IsZero() {
 		body.After = after.UTC().Format(time.RFC3339Nano)

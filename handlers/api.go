@@ -448,7 +448,7 @@ func (h *API) Preview(c echo.Context) error {
 	if err := v.OrNil(); err != nil {
 		return err
 	}
-	p, err := scheduling.PreviewSpec(req.Spec, after, count)
+	p, err := scheduling.PreviewSpec(req.Spec.Model(), after, count)
 	if err != nil {
 		return err
 	}

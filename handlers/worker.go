@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -18,30 +17,10 @@ type Worker struct {
 	Namespace string
 }
 
-type claimedRunJSON struct {
-	RunID               string          `json:"run_id"`
-	InstanceID          string          `json:"instance_id"`
-	WorkflowType        string          `json:"workflow_type"`
-	WorkflowClass       string          `json:"workflow_class"`
-	Input               json.RawMessage `json:"input"`
-	Attempt             int             `json:"attempt"`
-	LeaseExpiresAt      *apijson.Time   `json:"lease_expires_at"`
-	RunDeadlineAt       *apijson.Time   `json:"run_deadline_at"`
-	ExecutionDeadlineAt *apijson.Time   `json:"execution_deadline_at"`
-}
-
 // Poll answers POST /worker/poll: claims pending runs, long-polling up to
 // wait_seconds when there are none.
 func (h *Worker) Poll(c echo.Context) error {
-	var req struct {
-		Namespace    string `json:"namespace"`
-		Connection   string `json:"connection"`
-		Queue        string `json:"queue"`
-		Limit        int    `json:"limit"`
-		LeaseSeconds int    `json:"lease_seconds"`
-		WaitSeconds  int    `json:"wait_seconds"`
-		WorkerID     string `json:"worker_id"`
-	}
+	var req apijson.WorkerPoll
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -56,13 +35,7 @@ func (h *Worker) Poll(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]claimedRunJSON, 0, len(runs))
-	for _, r := range runs {
-		out = append(out, claimedRunJSON{RunID: r.ID, InstanceID: r.InstanceID, WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass,
-			Input: apijson.RawOrNull(r.Input), Attempt: r.Attempt, LeaseExpiresAt: apijson.AtPtr(r.LeaseExpiresAt), RunDeadlineAt: apijson.AtPtr(r.RunDeadlineAt),
-			ExecutionDeadlineAt: apijson.AtPtr(r.ExecutionDeadlineAt)})
-	}
-	return c.JSON(http.StatusOK, map[string]any{"runs": out})
+	return c.JSON(http.StatusOK, apijson.FromClaimed(runs))
 }
 
 // namespace takes the body's namespace, else the request's. On a server
@@ -76,11 +49,7 @@ func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
 
 // Heartbeat answers POST /worker/runs/{run_id}/heartbeat {namespace?, lease_seconds?}.
 func (h *Worker) Heartbeat(c echo.Context) error {
-	var req struct {
-		Namespace    string `json:"namespace"`
-		WorkerID     string `json:"worker_id"`
-		LeaseSeconds int    `json:"lease_seconds"`
-	}
+	var req apijson.WorkerHeartbeat
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -92,16 +61,12 @@ func (h *Worker) Heartbeat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{"cancel_requested": run.CancelRequestedAt != nil, "lease_expires_at": apijson.AtPtr(run.LeaseExpiresAt)})
+	return c.JSON(http.StatusOK, apijson.FromHeartbeat(run))
 }
 
 // Complete answers POST /worker/runs/{run_id}/complete {namespace?, output}.
 func (h *Worker) Complete(c echo.Context) error {
-	var req struct {
-		Namespace string          `json:"namespace"`
-		WorkerID  string          `json:"worker_id"`
-		Output    json.RawMessage `json:"output"`
-	}
+	var req apijson.WorkerComplete
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
@@ -119,14 +84,7 @@ func (h *Worker) Complete(c echo.Context) error {
 // Fail answers POST /worker/runs/{run_id}/fail {namespace?, worker_id,
 // message, type, non_retryable?}.
 func (h *Worker) Fail(c echo.Context) error {
-	var req struct {
-		Namespace string `json:"namespace"`
-		WorkerID  string `json:"worker_id"`
-		Message   string `json:"message"`
-		Type      string `json:"type"`
-		// NonRetryable ends the run at once, whatever its retry policy.
-		NonRetryable bool `json:"non_retryable"`
-	}
+	var req apijson.WorkerFail
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}

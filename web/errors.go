@@ -8,17 +8,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
 )
 
-// apiError is the JSON error body of SPEC §8.
-type apiError struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Fields  map[string]string `json:"fields,omitempty"`
-}
+// apiError is the error part of the JSON error body (apijson.ErrorBody).
+type apiError = apijson.ErrorDetail
 
 // classify maps any error to a status and a client-safe body. Unknown errors
 // become a generic 500: their text may hold internals and is only logged.
@@ -120,7 +117,7 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 		case c.Request().Method == http.MethodHead:
 			writeErr = c.NoContent(status)
 		case isAPI(c):
-			writeErr = c.JSON(status, map[string]apiError{"error": body})
+			writeErr = c.JSON(status, apijson.ErrorBody{Error: body})
 		default:
 			writeErr = handlers.Render(c, status, views.ErrorPage(views.ErrorView{
 				Status: status, Title: http.StatusText(status), Message: body.Message, Fields: body.Fields,
