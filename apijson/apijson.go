@@ -13,7 +13,7 @@ import (
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
-// Time renders an instant as SPEC §2 wants: RFC 3339, UTC, microseconds.
+// Time renders an instant as CONTRACT §2 wants: RFC 3339, UTC, microseconds.
 type Time time.Time
 
 func (t Time) MarshalJSON() ([]byte, error) {
@@ -49,7 +49,7 @@ type RecentAction struct {
 	Reason         string `json:"reason"`
 }
 
-// LastRun is the schedule's last finished run (SPEC §10).
+// LastRun is the schedule's last finished run (CONTRACT §10).
 type LastRun struct {
 	RunID        string  `json:"run_id"`
 	Status       string  `json:"status"`
@@ -74,7 +74,7 @@ func deref(s *string) string {
 	return *s
 }
 
-// Schedule is the describe object of SPEC §2.
+// Schedule is the describe object of CONTRACT §2.
 type Schedule struct {
 	ID                   string            `json:"id"`
 	ScheduleID           string            `json:"schedule_id"`
@@ -424,7 +424,7 @@ func TimePtr(t *Time) *time.Time {
 	return &v
 }
 
-// ErrorBody is every API error response (SPEC §8).
+// ErrorBody is every API error response (CONTRACT §8).
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
@@ -648,7 +648,7 @@ const (
 	ManagedByApply = "apply"
 )
 
-// Occurrence is one row of GET /schedules/{id}/occurrences (SPEC §12).
+// Occurrence is one row of GET /schedules/{id}/occurrences (CONTRACT §12).
 type Occurrence struct {
 	OccurrenceTime Time `json:"occurrence_time"`
 	// WallTime is the wall-clock time of the schedule's zone it stands for,

@@ -11,7 +11,7 @@ import (
 // column added to storage is not an API change by accident, and an API
 // change is made here, with its translation (SpecOf, Spec.Model…).
 
-// Spec is "when" (docs/CONTRACT.md; SPEC §3).
+// Spec is "when" (docs/CONTRACT.md; CONTRACT §3).
 type Spec struct {
 	CronExpressions []string   `json:"cron_expressions"`
 	Intervals       []Interval `json:"intervals"`
@@ -34,7 +34,7 @@ type Action struct {
 	RetryPolicy             *RetryPolicy    `json:"retry_policy"`
 }
 
-// RetryPolicy says how a failed attempt is retried (SPEC §10); absent
+// RetryPolicy says how a failed attempt is retried (CONTRACT §10); absent
 // fields take their defaults.
 type RetryPolicy struct {
 	MaxAttempts            *int     `json:"max_attempts"`

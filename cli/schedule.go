@@ -212,7 +212,7 @@ type actionFlags struct {
 	labels           pairList
 	memo             pairList
 	attrs            pairList
-	// The retry policy (SPEC §10) and pause on failure.
+	// The retry policy (CONTRACT §10) and pause on failure.
 	maxAttempts        *int
 	retryInitial       *string
 	retryCoefficient   *float64

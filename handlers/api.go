@@ -14,7 +14,7 @@ import (
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
-// API serves the JSON API of SPEC §8. Every handler resolves the
+// API serves the JSON API of CONTRACT §8. Every handler resolves the
 // namespace, decodes, calls one service method and encodes its result.
 type API struct {
 	Service *scheduling.Service
@@ -326,7 +326,7 @@ func (h *API) BackfillSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromBackfill(rep))
 }
 
-// ScheduleHistory answers GET /schedules/{id}/history (SPEC §6 read contract).
+// ScheduleHistory answers GET /schedules/{id}/history (CONTRACT §6 read contract).
 func (h *API) ScheduleHistory(c echo.Context) error {
 	ns, err := h.ns(c)
 	if err != nil {
@@ -343,7 +343,7 @@ func (h *API) ScheduleHistory(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromHistory(page))
 }
 
-// ScheduleOccurrences answers GET /schedules/{id}/occurrences (SPEC §12).
+// ScheduleOccurrences answers GET /schedules/{id}/occurrences (CONTRACT §12).
 func (h *API) ScheduleOccurrences(c echo.Context) error {
 	ns, err := h.ns(c)
 	if err != nil {

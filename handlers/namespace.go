@@ -31,7 +31,7 @@ type nsQuery struct {
 // resolveNamespace picks the request's namespace: the server's fixed one
 // when configured, else the named one, else the remembered one, else
 // "default" (or the caller's only namespace). A namespace the caller may not
-// see is 404, never 403 (SPEC §1).
+// see is 404, never 403 (CONTRACT §1).
 func resolveNamespace(c echo.Context, fixed string, q nsQuery) (string, error) {
 	var ns string
 	switch {

@@ -20,7 +20,7 @@ import (
 	"github.com/tidelinehq/tideline/web"
 )
 
-// historyEvents is how deep the benchmark's audit stream is: SPEC §6 wants
+// historyEvents is how deep the benchmark's audit stream is: CONTRACT §6 wants
 // the page at sequence 1,000,000 to cost what the first page costs.
 const historyEvents = 1_000_000
 

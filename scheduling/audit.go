@@ -10,7 +10,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Audit event types of SPEC §6.
+// Audit event types of CONTRACT §6.
 const (
 	EventScheduleCreated        = "ScheduleCreated"
 	EventSchedulePaused         = "SchedulePaused"

@@ -8,7 +8,7 @@ import (
 )
 
 // SkipMissed is the skip reason of occurrences the missed-fire policy
-// dropped (SPEC §12): the scheduler was down, or they fell out of the
+// dropped (CONTRACT §12): the scheduler was down, or they fell out of the
 // catch-up window.
 const SkipMissed = "missed_occurrences"
 

@@ -11,7 +11,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Fates of an occurrence in the ledger (SPEC §12).
+// Fates of an occurrence in the ledger (CONTRACT §12).
 const (
 	FateStarted       = "started"        // a run exists for it (scheduled, drained or backfilled)
 	FateSkipped       = "skipped"        // a fire was attempted and skipped (reason)
@@ -82,7 +82,7 @@ type ledgerState struct {
 }
 
 // Ledger lists the canonical occurrences of a schedule in a window with
-// what became of each (SPEC §12). Nothing is stored per occurrence: the
+// what became of each (CONTRACT §12). Nothing is stored per occurrence: the
 // occurrences come from the spec in force at each moment (ScheduleCreated
 // and ScheduleUpdated carry it), their fates from the deterministic
 // instance IDs (runs and skips are looked up by ID range), the current

@@ -19,7 +19,7 @@ import (
 	"github.com/tidelinehq/tideline/notify"
 )
 
-// Bounds of notifier input (SPEC §11): each notice is fanned out to every
+// Bounds of notifier input (CONTRACT §11): each notice is fanned out to every
 // notifier of its namespace inside the fact's transaction, so both the
 // number of notifiers and what each one matches on stay small.
 const (

@@ -43,7 +43,7 @@ type Config struct {
 	// BackfillBatch is how many occurrences one backfill transaction
 	// starts at most; DefaultBackfillBatch if zero.
 	BackfillBatch int
-	// Notify configures notifications (SPEC §11).
+	// Notify configures notifications (CONTRACT §11).
 	Notify NotifyConfig
 }
 
@@ -313,7 +313,7 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 type PauseInput struct {
 	Reason string
 	// Until, when set, must be in the future; the loop resumes the schedule
-	// then (SPEC §12).
+	// then (CONTRACT §12).
 	Until *time.Time
 }
 

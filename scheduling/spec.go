@@ -25,7 +25,7 @@ const (
 // CompiledSpec is a validated schedule spec that computes fire times. It is
 // pure (no clock, no I/O) and safe for concurrent use.
 //
-// DST (SPEC §3), for cron expressions evaluated in the spec's timezone:
+// DST (CONTRACT §3), for cron expressions evaluated in the spec's timezone:
 //   - a wall time skipped by a spring-forward gap fires once, shifted later by
 //     the gap (02:30 in New York on 2026-03-08 fires at 03:30 EDT);
 //   - a wall time repeated by a fall-back fires once, at its first occurrence,
@@ -173,7 +173,7 @@ func compileInterval(iv models.Interval, field string, verr *ValidationError) (i
 	return intervalPart{every: int64(every / time.Second), offset: int64(offset / time.Second)}, ok
 }
 
-// parseSpecDuration accepts only the ISO-8601 form SPEC §3 stores; for a human
+// parseSpecDuration accepts only the ISO-8601 form CONTRACT §3 stores; for a human
 // form it names the ISO spelling, so the fix is obvious.
 func parseSpecDuration(s string) (time.Duration, error) {
 	text := strings.TrimSpace(s)

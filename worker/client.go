@@ -15,7 +15,7 @@ import (
 	"github.com/tidelinehq/tideline/apijson"
 )
 
-// apiPrefix is where the server mounts the worker protocol (SPEC §7).
+// apiPrefix is where the server mounts the worker protocol (CONTRACT §7).
 const apiPrefix = "/api/v2/worker"
 
 // maxResponseBytes bounds what the client reads from one answer, so that a

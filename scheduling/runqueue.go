@@ -14,7 +14,12 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Worker protocol limits.
+// The run queue: pending runs claimed by workers under a lease (Poll),
+// leases extended (Heartbeat), and runs ended by their worker (CompleteRun,
+// FailRun). The HTTP face of it is handlers/worker_api.go; the contract,
+// docs/CONTRACT.md §7.
+
+// Run queue limits.
 const (
 	DefaultLeaseSeconds = 30
 	MaxLeaseSeconds     = 3600

@@ -10,16 +10,18 @@ import (
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
-// Worker serves the worker protocol of SPEC §7: workers in any language
-// poll for runs, heartbeat, and report results over HTTP.
-type Worker struct {
+// WorkerAPI serves the worker protocol (docs/CONTRACT.md §7) over HTTP:
+// workers in any language poll for runs, heartbeat, and report results.
+// The run queue behind it is scheduling/runqueue.go; the Go worker that
+// speaks it is the worker package.
+type WorkerAPI struct {
 	Service   *scheduling.Service
 	Namespace string
 }
 
 // Poll answers POST /worker/poll: claims pending runs, long-polling up to
 // wait_seconds when there are none.
-func (h *Worker) Poll(c echo.Context) error {
+func (h *WorkerAPI) Poll(c echo.Context) error {
 	var req apijson.WorkerPoll
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
@@ -40,7 +42,7 @@ func (h *Worker) Poll(c echo.Context) error {
 
 // namespace takes the body's namespace, else the request's. On a server
 // fixed to one namespace, any other is answered like one that does not exist.
-func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
+func (h *WorkerAPI) namespace(c echo.Context, fromBody string) (string, error) {
 	if fromBody == "" {
 		return apiNamespace(c, h.Namespace)
 	}
@@ -48,7 +50,7 @@ func (h *Worker) namespace(c echo.Context, fromBody string) (string, error) {
 }
 
 // Heartbeat answers POST /worker/runs/{run_id}/heartbeat {namespace?, lease_seconds?}.
-func (h *Worker) Heartbeat(c echo.Context) error {
+func (h *WorkerAPI) Heartbeat(c echo.Context) error {
 	var req apijson.WorkerHeartbeat
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
@@ -65,7 +67,7 @@ func (h *Worker) Heartbeat(c echo.Context) error {
 }
 
 // Complete answers POST /worker/runs/{run_id}/complete {namespace?, output}.
-func (h *Worker) Complete(c echo.Context) error {
+func (h *WorkerAPI) Complete(c echo.Context) error {
 	var req apijson.WorkerComplete
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
@@ -83,7 +85,7 @@ func (h *Worker) Complete(c echo.Context) error {
 
 // Fail answers POST /worker/runs/{run_id}/fail {namespace?, worker_id,
 // message, type, non_retryable?}.
-func (h *Worker) Fail(c echo.Context) error {
+func (h *WorkerAPI) Fail(c echo.Context) error {
 	var req apijson.WorkerFail
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
