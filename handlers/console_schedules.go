@@ -505,7 +505,7 @@ func (h *Console) Detail(c echo.Context) error {
 
 func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {
 	s := d.Schedule
-	desc, tz := specSentence(d.SpecDescription, s.Spec.Timezone)
+	desc, tz := d.SpecText.Sentence(), d.SpecText.Zone
 	loc := r.zone(tz)
 	self := r.url(scheduleURL(s.ScheduleID))
 	v := views.ScheduleDetailView{

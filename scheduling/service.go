@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -431,6 +432,8 @@ type Description struct {
 	Schedule        *models.Schedule
 	FutureFireTimes []time.Time // next 5 canonical fire times
 	SpecDescription string
+	// SpecText is SpecDescription in parts, the zone apart.
+	SpecText SpecText
 }
 
 // Describe returns a live (not deleted) schedule with its next fire times.
@@ -450,9 +453,10 @@ func (s *Service) describe(sch *models.Schedule) *Description {
 	compiled, err := Compile(sch.Spec)
 	if err != nil {
 		d.SpecDescription = "invalid spec: " + err.Error()
+		d.SpecText = SpecText{Parts: []SpecPart{{Text: d.SpecDescription}}, Zone: cmp.Or(sch.Spec.Timezone, "UTC")}
 		return d
 	}
-	d.SpecDescription = compiled.Description()
+	d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()
 	if sch.Status != models.StatusDeleted {
 		d.FutureFireTimes = compiled.Preview(s.now(), 5)
 	}

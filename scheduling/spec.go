@@ -39,6 +39,7 @@ type CompiledSpec struct {
 	crons       []*cronPart
 	intervals   []intervalPart
 	description string
+	text        SpecText
 }
 
 // intervalPart fires at Unix epoch + offset + k·every, whole seconds.
@@ -89,11 +90,12 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 	}
 	if len(verr.Fields) > 0 {
 		if len(never) == len(verr.Fields) {
-			verr.Code = "spec_never_fires"
+			verr.Code = CodeSpecNeverFires
 		}
 		return nil, verr
 	}
-	c.description = describeSpec(c, spec)
+	c.text = describeSpec(c, spec)
+	c.description = c.text.String()
 	return c, nil
 }
 
@@ -287,6 +289,10 @@ func (c *CompiledSpec) Preview(after time.Time, n int) []time.Time {
 
 // Description is a human summary, e.g. "At 02:30 every day (America/New_York)".
 func (c *CompiledSpec) Description() string { return c.description }
+
+// Text is the description in parts, with the zone apart, for a view that
+// names the zone once.
+func (c *CompiledSpec) Text() SpecText { return c.text }
 
 // Location is the zone cron expressions are evaluated in (UTC when the spec
 // names none).
