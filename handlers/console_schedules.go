@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -472,11 +473,11 @@ func (r *request) describe(id string) (*scheduling.Description, error) {
 	if getErr != nil || s.Status != models.StatusDeleted {
 		return nil, err
 	}
-	desc := ""
+	d = &scheduling.Description{Schedule: s, SpecText: scheduling.SpecText{Zone: cmp.Or(s.Spec.Timezone, "UTC")}}
 	if compiled, cerr := scheduling.Compile(s.Spec); cerr == nil {
-		desc = compiled.Description()
+		d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()
 	}
-	return &scheduling.Description{Schedule: s, SpecDescription: desc}, nil
+	return d, nil
 }
 
 // Detail answers GET /waterline/schedules/{id}.
