@@ -13,7 +13,7 @@ import (
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
-// Time renders an instant as SPEC §2 wants: RFC 3339, UTC, microseconds.
+// Time renders an instant as CONTRACT §2 wants: RFC 3339, UTC, microseconds.
 type Time time.Time
 
 func (t Time) MarshalJSON() ([]byte, error) {
@@ -49,7 +49,7 @@ type RecentAction struct {
 	Reason         string `json:"reason"`
 }
 
-// LastRun is the schedule's last finished run (SPEC §10).
+// LastRun is the schedule's last finished run (CONTRACT §10).
 type LastRun struct {
 	RunID        string  `json:"run_id"`
 	Status       string  `json:"status"`
@@ -74,14 +74,14 @@ func deref(s *string) string {
 	return *s
 }
 
-// Schedule is the describe object of SPEC §2.
+// Schedule is the describe object of CONTRACT §2.
 type Schedule struct {
 	ID                   string            `json:"id"`
 	ScheduleID           string            `json:"schedule_id"`
 	Namespace            string            `json:"namespace"`
 	Status               string            `json:"status"`
-	Spec                 models.Spec       `json:"spec"`
-	Action               models.Action     `json:"action"`
+	Spec                 Spec              `json:"spec"`
+	Action               Action            `json:"action"`
 	OverlapPolicy        string            `json:"overlap_policy"`
 	JitterSeconds        int               `json:"jitter_seconds"`
 	MaxRuns              *int64            `json:"max_runs"`
@@ -125,7 +125,7 @@ type Schedule struct {
 // FromSchedule renders a schedule.
 func FromSchedule(s *models.Schedule) Schedule {
 	out := Schedule{
-		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Spec: s.Spec, Action: s.Action,
+		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Spec: SpecOf(s.Spec), Action: ActionOf(s.Action),
 		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
 		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
 		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
@@ -181,11 +181,13 @@ type History struct {
 	Events     []Event `json:"events"`
 	NextCursor *int64  `json:"next_cursor"`
 	HasMore    bool    `json:"has_more"`
+	// Total counts the listing's events over all pages.
+	Total int64 `json:"total"`
 }
 
 // FromHistory renders one page of an audit stream.
 func FromHistory(p *scheduling.HistoryPage) History {
-	out := History{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Events: make([]Event, 0, len(p.Events)), NextCursor: p.NextCursor, HasMore: p.HasMore}
+	out := History{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Events: make([]Event, 0, len(p.Events)), NextCursor: p.NextCursor, HasMore: p.HasMore, Total: p.Total}
 	for _, e := range p.Events {
 		out.Events = append(out.Events, FromEvent(e))
 	}
@@ -199,32 +201,32 @@ func FromEvent(e models.ScheduleEvent) Event {
 }
 
 type Run struct {
-	RunID               string              `json:"run_id"`
-	InstanceID          string              `json:"instance_id"`
-	Namespace           string              `json:"namespace"`
-	ScheduleID          *string             `json:"schedule_id"`
-	WorkflowType        string              `json:"workflow_type"`
-	WorkflowClass       string              `json:"workflow_class"`
-	Status              string              `json:"status"`
-	Trigger             string              `json:"trigger"`
-	Connection          string              `json:"connection"`
-	Queue               string              `json:"queue"`
-	Attempt             int                 `json:"attempt"`
-	Input               json.RawMessage     `json:"input"`
-	Output              json.RawMessage     `json:"output"`
-	OccurrenceTime      *Time               `json:"occurrence_time"`
-	WorkerID            *string             `json:"worker_id"`
-	LeaseExpiresAt      *Time               `json:"lease_expires_at"`
-	RunDeadlineAt       *Time               `json:"run_deadline_at"`
-	ExecutionDeadlineAt *Time               `json:"execution_deadline_at"`
-	CancelRequested     bool                `json:"cancel_requested"`
-	FailureMessage      *string             `json:"failure_message"`
-	FailureType         *string             `json:"failure_type"`
-	AvailableAt         *Time               `json:"available_at"` // a pending run waiting to retry: not before this
-	RetryPolicy         *models.RetryPolicy `json:"retry_policy"`
-	CreatedAt           Time                `json:"created_at"`
-	StartedAt           *Time               `json:"started_at"`
-	FinishedAt          *Time               `json:"finished_at"`
+	RunID               string          `json:"run_id"`
+	InstanceID          string          `json:"instance_id"`
+	Namespace           string          `json:"namespace"`
+	ScheduleID          *string         `json:"schedule_id"`
+	WorkflowType        string          `json:"workflow_type"`
+	WorkflowClass       string          `json:"workflow_class"`
+	Status              string          `json:"status"`
+	Trigger             string          `json:"trigger"`
+	Connection          string          `json:"connection"`
+	Queue               string          `json:"queue"`
+	Attempt             int             `json:"attempt"`
+	Input               json.RawMessage `json:"input"`
+	Output              json.RawMessage `json:"output"`
+	OccurrenceTime      *Time           `json:"occurrence_time"`
+	WorkerID            *string         `json:"worker_id"`
+	LeaseExpiresAt      *Time           `json:"lease_expires_at"`
+	RunDeadlineAt       *Time           `json:"run_deadline_at"`
+	ExecutionDeadlineAt *Time           `json:"execution_deadline_at"`
+	CancelRequested     bool            `json:"cancel_requested"`
+	FailureMessage      *string         `json:"failure_message"`
+	FailureType         *string         `json:"failure_type"`
+	AvailableAt         *Time           `json:"available_at"` // a pending run waiting to retry: not before this
+	RetryPolicy         *RetryPolicy    `json:"retry_policy"`
+	CreatedAt           Time            `json:"created_at"`
+	StartedAt           *Time           `json:"started_at"`
+	FinishedAt          *Time           `json:"finished_at"`
 }
 
 // RawOrNull renders an absent JSON document as null.
@@ -244,7 +246,7 @@ func FromRun(r *models.Run) Run {
 		OccurrenceTime: AtPtr(r.OccurrenceTime), WorkerID: r.WorkerID, LeaseExpiresAt: AtPtr(r.LeaseExpiresAt),
 		RunDeadlineAt: AtPtr(r.RunDeadlineAt), ExecutionDeadlineAt: AtPtr(r.ExecutionDeadlineAt),
 		CancelRequested: r.CancelRequestedAt != nil, FailureMessage: r.FailureMessage, FailureType: r.FailureType,
-		AvailableAt: AtPtr(r.AvailableAt), RetryPolicy: r.RetryPolicy,
+		AvailableAt: AtPtr(r.AvailableAt), RetryPolicy: RetryPolicyOf(r.RetryPolicy),
 		CreatedAt: At(r.CreatedAt), StartedAt: AtPtr(r.StartedAt), FinishedAt: AtPtr(r.FinishedAt),
 	}
 }
@@ -422,7 +424,7 @@ func TimePtr(t *Time) *time.Time {
 	return &v
 }
 
-// ErrorBody is every API error response (SPEC §8).
+// ErrorBody is every API error response (CONTRACT §8).
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
@@ -439,9 +441,9 @@ type ErrorDetail struct {
 // be left out.
 type CreateSchedule struct {
 	ScheduleID       string            `json:"schedule_id"`
-	Spec             *models.Spec      `json:"spec"`
+	Spec             *Spec             `json:"spec"`
 	Cron             string            `json:"cron,omitempty"` // shorthand for spec.cron_expressions: [cron]
-	Action           models.Action     `json:"action"`
+	Action           Action            `json:"action"`
 	OverlapPolicy    string            `json:"overlap_policy,omitempty"`
 	JitterSeconds    int               `json:"jitter_seconds,omitempty"`
 	MaxRuns          *int64            `json:"max_runs"`
@@ -467,12 +469,12 @@ type CreateSchedule struct {
 func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
 	var spec models.Spec
 	if c.Spec != nil {
-		spec = *c.Spec
+		spec = c.Spec.Model()
 	}
 	if c.Cron != "" {
 		spec.CronExpressions = append([]string{c.Cron}, spec.CronExpressions...)
 	}
-	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action,
+	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action.Model(),
 		OverlapPolicy: c.OverlapPolicy, JitterSeconds: c.JitterSeconds, MaxRuns: c.MaxRuns, Connection: c.Connection,
 		Queue: c.Queue, Labels: c.Labels, Memo: c.Memo, SearchAttributes: c.SearchAttributes, Note: c.Note, Paused: c.Paused,
 		PauseAfterFailures: c.PauseAfterFailures, CatchupWindowSeconds: c.CatchupWindowSeconds,
@@ -485,8 +487,8 @@ var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_fa
 // SchedulePatch is the body of PATCH /schedules/{id}: nil fields are left
 // out (unchanged); Clear names nullable fields to send as null.
 type SchedulePatch struct {
-	Spec                 *models.Spec       `json:"spec,omitempty"`
-	Action               *models.Action     `json:"action,omitempty"`
+	Spec                 *Spec              `json:"spec,omitempty"`
+	Action               *Action            `json:"action,omitempty"`
 	OverlapPolicy        *string            `json:"overlap_policy,omitempty"`
 	JitterSeconds        *int               `json:"jitter_seconds,omitempty"`
 	MaxRuns              *int64             `json:"max_runs,omitempty"`
@@ -524,7 +526,7 @@ func (p SchedulePatch) MarshalJSON() ([]byte, error) {
 // Input is the service's form of a patch: a nullable field is set when it
 // is given or named in Clear.
 func (p SchedulePatch) Input() scheduling.UpdateInput {
-	in := scheduling.UpdateInput{Spec: p.Spec, Action: p.Action, OverlapPolicy: p.OverlapPolicy, JitterSeconds: p.JitterSeconds,
+	in := scheduling.UpdateInput{Spec: ptrModel(p.Spec, Spec.Model), Action: ptrModel(p.Action, Action.Model), OverlapPolicy: p.OverlapPolicy, JitterSeconds: p.JitterSeconds,
 		Labels: p.Labels, Memo: p.Memo, SearchAttributes: p.SearchAttributes, Note: p.Note}
 	cleared := func(f string) bool { return slices.Contains(p.Clear, f) }
 	if p.MaxRuns != nil || cleared("max_runs") {
@@ -609,9 +611,9 @@ type RunActionRequest struct {
 
 // PreviewRequest is the body of POST /schedules/preview.
 type PreviewRequest struct {
-	Spec  models.Spec `json:"spec"`
-	After string      `json:"after,omitempty"`
-	Count *int        `json:"count,omitempty"`
+	Spec  Spec   `json:"spec"`
+	After string `json:"after,omitempty"`
+	Count *int   `json:"count,omitempty"`
 }
 
 // Preview answers POST /schedules/preview.
@@ -646,7 +648,7 @@ const (
 	ManagedByApply = "apply"
 )
 
-// Occurrence is one row of GET /schedules/{id}/occurrences (SPEC §12).
+// Occurrence is one row of GET /schedules/{id}/occurrences (CONTRACT §12).
 type Occurrence struct {
 	OccurrenceTime Time `json:"occurrence_time"`
 	// WallTime is the wall-clock time of the schedule's zone it stands for,
@@ -704,4 +706,13 @@ func FromLedger(p *scheduling.LedgerPage) OccurrencePage {
 		out.Occurrences = append(out.Occurrences, row)
 	}
 	return out
+}
+
+// ptrModel translates an optional wire value.
+func ptrModel[W, M any](w *W, model func(W) M) *M {
+	if w == nil {
+		return nil
+	}
+	m := model(*w)
+	return &m
 }

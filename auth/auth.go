@@ -30,7 +30,7 @@ const (
 // Permission is what a route needs.
 type Permission int
 
-// Permissions, matching SPEC §9's roles.
+// Permissions, matching CONTRACT §9's roles.
 const (
 	Read    Permission = iota // see schedules, runs, history
 	Operate                   // pause, resume, trigger, backfill, cancel/terminate runs

@@ -39,10 +39,6 @@ func openApp(ctx context.Context, cfg *config, logger *slog.Logger) (*app, error
 
 func (a *app) Close() error { return a.db.Close() }
 
-// namespace is the namespace a CLI command acts in.
-func (c *config) namespaceOrDefault() string {
-	if c.Namespace == "" {
-		return "default"
-	}
-	return c.Namespace
-}
+// namespaceOrDefault is the namespace a CLI command acts in: --namespace,
+// else the service's default (scheduling.NamespaceOr, as every surface).
+func (c *config) namespaceOrDefault() string { return scheduling.NamespaceOr(c.Namespace) }

@@ -157,10 +157,10 @@ func (e *fileErrors) Error() string {
 // shapes, so a field added there is known here without another list.
 var (
 	docKeys      = jsonKeys(apijson.CreateSchedule{})
-	specKeys     = jsonKeys(models.Spec{})
-	intervalKeys = jsonKeys(models.Interval{})
-	actionKeys   = jsonKeys(models.Action{})
-	retryKeys    = jsonKeys(models.RetryPolicy{})
+	specKeys     = jsonKeys(apijson.Spec{})
+	intervalKeys = jsonKeys(apijson.Interval{})
+	actionKeys   = jsonKeys(apijson.Action{})
+	retryKeys    = jsonKeys(apijson.RetryPolicy{})
 )
 
 // jsonKeys lists the JSON field names of a struct, in declaration order.
@@ -506,7 +506,7 @@ func managed(labels map[string]string) map[string]string {
 // paused is not applied to existing schedules: pausing is an operator's
 // act (an incident), which a routine apply must not undo.
 func fullPatch(req apijson.CreateSchedule) apijson.SchedulePatch {
-	spec := models.Spec{}
+	spec := apijson.Spec{}
 	if req.Spec != nil {
 		spec = *req.Spec
 	}

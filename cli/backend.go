@@ -207,7 +207,7 @@ func (d *direct) ScheduleHistoryPage(ctx context.Context, id string, opts client
 	if limit == 0 {
 		limit = scheduling.DefaultHistoryLimit
 	}
-	page, err := d.a.service.History(ctx, d.ns, id, opts.AfterSequence, limit)
+	page, err := d.a.service.History(ctx, d.ns, id, scheduling.HistoryQuery{AfterSequence: opts.AfterSequence, EventType: opts.EventType, Limit: int64(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func fromAPIError(err error) error {
 		case http.StatusForbidden:
 			return fmt.Errorf("the server refused the request (403 forbidden): %s; ask for a token with the needed role (viewer reads, operator pauses, triggers and cancels, admin creates, updates, deletes and ticks) and namespace", apiErr.Message)
 		case http.StatusNotFound:
-			if apiErr.Code == "not_found" {
+			if apiErr.Code == scheduling.CodeNotFound {
 				return fmt.Errorf("the server has no such API route (404 %s): is --server the Tideline server's root URL, e.g. https://tideline.example.com?", apiErr.Message)
 			}
 			return &scheduling.NotFoundError{Code: apiErr.Code, Message: apiErr.Message}

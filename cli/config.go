@@ -7,14 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"regexp"
 	"strings"
 
 	"github.com/tidelinehq/tideline/scheduling"
 )
-
-// namespacePattern is SPEC §1's namespace rule.
-var namespacePattern = regexp.MustCompile(`^[a-z0-9._-]{1,128}$`)
 
 // config holds the settings every command shares. Each flag falls back to a
 // TIDELINE_* environment variable, then to its default.
@@ -113,8 +109,8 @@ func (c *config) validate(withAddr bool) error {
 			return usagef("invalid --addr %q: want host:port, e.g. 127.0.0.1:8080", c.Addr)
 		}
 	}
-	if c.Namespace != "" && !namespacePattern.MatchString(c.Namespace) {
-		return usagef("invalid --namespace %q: use 1-128 characters of a-z, 0-9, '.', '_' or '-'", c.Namespace)
+	if c.Namespace != "" && !scheduling.ValidNamespace(c.Namespace) {
+		return usagef("invalid --namespace %q: %s", c.Namespace, scheduling.NamespaceRule)
 	}
 	switch c.LogFormat {
 	case "text", "json":

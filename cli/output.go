@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/apijson"
-	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -111,7 +110,7 @@ func localTime(t time.Time, zone string) string {
 }
 
 // specSummary is the one-cell form of a spec: "0 2 * * *; every PT1H".
-func specSummary(spec models.Spec) string {
+func specSummary(spec apijson.Spec) string {
 	parts := make([]string, 0, len(spec.CronExpressions)+len(spec.Intervals))
 	parts = append(parts, spec.CronExpressions...)
 	for _, iv := range spec.Intervals {
@@ -120,7 +119,7 @@ func specSummary(spec models.Spec) string {
 	return strings.Join(parts, "; ")
 }
 
-func intervalSummary(iv models.Interval) string {
+func intervalSummary(iv apijson.Interval) string {
 	s := "every " + iv.Every
 	if iv.Offset != "" && iv.Offset != "PT0S" {
 		s += " offset " + iv.Offset

@@ -144,8 +144,8 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	}
 	req := apijson.CreateSchedule{
 		ScheduleID:    pos[0],
-		Spec:          &models.Spec{CronExpressions: []string(crons), Timezone: *timezone},
-		Action:        models.Action{WorkflowType: *workflowType},
+		Spec:          &apijson.Spec{CronExpressions: []string(crons), Timezone: *timezone},
+		Action:        apijson.Action{WorkflowType: *workflowType},
 		OverlapPolicy: *overlap, Note: *note, Paused: *paused,
 	}
 	if req.Spec.Intervals, err = parseEverys(everys); err != nil {
@@ -212,7 +212,7 @@ type actionFlags struct {
 	labels           pairList
 	memo             pairList
 	attrs            pairList
-	// The retry policy (SPEC §10) and pause on failure.
+	// The retry policy (CONTRACT §10) and pause on failure.
 	maxAttempts        *int
 	retryInitial       *string
 	retryCoefficient   *float64
@@ -280,7 +280,7 @@ func (af *actionFlags) pauseAfter() *int {
 }
 
 // apply copies the set action flags into a.
-func (af *actionFlags) apply(a *models.Action) error {
+func (af *actionFlags) apply(a *apijson.Action) error {
 	if af.c.isSet("workflow-class") {
 		a.WorkflowClass = *af.workflowClass
 	}
@@ -303,11 +303,11 @@ func (af *actionFlags) apply(a *models.Action) error {
 
 // applyRetry sets the given retry flags on the action's policy, keeping the
 // fields not given (the server fills in defaults).
-func (af *actionFlags) applyRetry(a *models.Action) error {
+func (af *actionFlags) applyRetry(a *apijson.Action) error {
 	if !slices.ContainsFunc(retryFlags, af.c.isSet) {
 		return nil
 	}
-	p := models.RetryPolicy{}
+	p := apijson.RetryPolicy{}
 	if a.RetryPolicy != nil {
 		p = *a.RetryPolicy
 	}
@@ -381,15 +381,15 @@ func (l pairList) toMap(flagName string) (map[string]string, error) {
 	return m, nil
 }
 
-func parseEverys(everys []string) ([]models.Interval, error) {
-	var out []models.Interval
+func parseEverys(everys []string) ([]apijson.Interval, error) {
+	var out []apijson.Interval
 	for _, every := range everys {
 		ev, off, _ := strings.Cut(every, " offset ")
 		d, err := scheduling.ParseDuration(strings.TrimSpace(ev))
 		if err != nil {
 			return nil, usagef("invalid --every %q: %v", every, err)
 		}
-		iv := models.Interval{Every: scheduling.FormatISODuration(d)}
+		iv := apijson.Interval{Every: scheduling.FormatISODuration(d)}
 		if off != "" {
 			o, err := scheduling.ParseDuration(strings.TrimSpace(off))
 			if err != nil {
@@ -765,9 +765,9 @@ func printBackfill(e env, rep *apijson.Backfill, counts map[string]int) error {
 	}
 	summary := fmt.Sprintf("%s: %s", plural(rep.Occurrences, "occurrence"), countSummary(backfillOutcomes, counts))
 	switch rep.Outcome {
-	case "dry_run":
+	case scheduling.BackfillDryRun:
 		summary += " (dry run: nothing started)"
-	case "max_runs_exhausted":
+	case scheduling.BackfillMaxRunsExhausted:
 		summary += fmt.Sprintf(" (stopped after %d: max runs exhausted, the schedule is deleted)", len(rep.Results))
 	}
 	fmt.Fprintln(e.stdout, summary)

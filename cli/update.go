@@ -87,7 +87,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 		spec.CronExpressions, specChanged = append([]string{}, crons...), true
 	}
 	if len(intervals) > 0 || cleared("intervals") {
-		spec.Intervals, specChanged = append([]models.Interval{}, intervals...), true
+		spec.Intervals, specChanged = append([]apijson.Interval{}, intervals...), true
 	}
 	if c.isSet("timezone") {
 		spec.Timezone, specChanged = *timezone, true
@@ -206,7 +206,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 
 // sameAction reports whether the action flags left the action as it was
 // (compared field by field, pointers by what they point to).
-func sameAction(a, b models.Action) bool { return reflect.DeepEqual(a, b) }
+func sameAction(a, b apijson.Action) bool { return reflect.DeepEqual(a, b) }
 
 // printChanges prints one schedule's per-field diff, the same fields and
 // spellings the console's edit form lists (scheduling.DiffSchedules).
@@ -226,7 +226,7 @@ func quoteEmpty(s string) string {
 
 // toModel is the part of an API schedule the diff compares.
 func toModel(s *apijson.Schedule) *models.Schedule {
-	return &models.Schedule{Spec: s.Spec, Action: s.Action, OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds,
+	return &models.Schedule{Spec: s.Spec.Model(), Action: s.Action.Model(), OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds,
 		MaxRuns: s.MaxRuns, Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo,
 		SearchAttributes: s.SearchAttributes, Note: s.Note}
 }

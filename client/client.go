@@ -46,7 +46,7 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client)
 
-// WithToken sends a bearer token (SPEC §9) with every request.
+// WithToken sends a bearer token (CONTRACT §9) with every request.
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
 
 // WithNamespace scopes every request to a namespace (sent as X-Namespace);
@@ -99,7 +99,7 @@ func defaultBackoff(attempt int) time.Duration {
 func (c *Client) Namespace() string { return c.namespace }
 
 // Error is an API error response: the HTTP status and the body's code,
-// message and per-field messages (SPEC §8).
+// message and per-field messages (CONTRACT §8).
 type Error struct {
 	StatusCode int
 	Code       string

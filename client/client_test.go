@@ -19,7 +19,6 @@ import (
 	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/client"
 	"github.com/tidelinehq/tideline/database/dbtest"
-	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 	"github.com/tidelinehq/tideline/web"
 )
@@ -63,8 +62,8 @@ func (f *fixture) client(t *testing.T, role string, opts ...client.Option) *clie
 func dailySync() apijson.CreateSchedule {
 	return apijson.CreateSchedule{
 		ScheduleID: "daily-sync",
-		Spec:       &models.Spec{CronExpressions: []string{"0 2 * * *"}, Timezone: "America/New_York"},
-		Action:     models.Action{WorkflowType: "sync.Daily", Input: json.RawMessage(`{"full":true}`)},
+		Spec:       &apijson.Spec{CronExpressions: []string{"0 2 * * *"}, Timezone: "America/New_York"},
+		Action:     apijson.Action{WorkflowType: "sync.Daily", Input: json.RawMessage(`{"full":true}`)},
 		MaxRuns:    ptr[int64](10), Queue: ptr("sync"), Labels: map[string]string{"team": "data"},
 	}
 }
@@ -166,7 +165,7 @@ func TestScheduleLifecycle(t *testing.T) {
 		all := collect(t, c.ListRuns(ctx, client.RunListOptions{ScheduleID: "daily-sync", Statuses: []string{"terminated"}}))
 		require.Len(t, all, 1)
 
-		preview, err := c.Preview(ctx, models.Spec{CronExpressions: []string{"@daily"}}, t0, 2)
+		preview, err := c.Preview(ctx, apijson.Spec{CronExpressions: []string{"@daily"}}, t0, 2)
 		require.NoError(t, err)
 		require.Equal(t, []apijson.Time{apijson.At(t0.Add(12 * time.Hour)), apijson.At(t0.Add(36 * time.Hour))}, preview.FireTimes)
 
@@ -209,7 +208,7 @@ func TestPlanCreateAndValidationErrors(t *testing.T) {
 		require.ErrorIs(t, err, client.ErrNotFound, "a dry run creates nothing")
 
 		never := dailySync()
-		never.Spec = &models.Spec{CronExpressions: []string{"0 0 30 2 *"}}
+		never.Spec = &apijson.Spec{CronExpressions: []string{"0 0 30 2 *"}}
 		_, err = c.PlanCreateSchedule(ctx, never)
 		var apiErr *client.Error
 		require.ErrorAs(t, err, &apiErr)
@@ -218,7 +217,7 @@ func TestPlanCreateAndValidationErrors(t *testing.T) {
 		require.Contains(t, apiErr.Fields["spec.cron_expressions[0]"], "never fires")
 
 		bad := dailySync()
-		bad.Spec = &models.Spec{CronExpressions: []string{"* * * * * *"}}
+		bad.Spec = &apijson.Spec{CronExpressions: []string{"* * * * * *"}}
 		bad.OverlapPolicy = "sometimes"
 		_, err = c.CreateSchedule(ctx, bad)
 		require.ErrorIs(t, err, client.ErrInvalid)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/apijson"
-	"github.com/tidelinehq/tideline/models"
 )
 
 func schedulePath(id string, rest ...string) string {
@@ -96,7 +95,7 @@ func (c *Client) BackfillSchedule(ctx context.Context, id string, opts BackfillO
 
 // Preview lists the next count fire times of a spec after an instant (the
 // server's now when after is zero) and describes it.
-func (c *Client) Preview(ctx context.Context, spec models.Spec, after time.Time, count int) (*apijson.Preview, error) {
+func (c *Client) Preview(ctx context.Context, spec apijson.Spec, after time.Time, count int) (*apijson.Preview, error) {
 	body := apijson.PreviewRequest{Spec: spec}
 	if !after.IsZero() {
 		body.After = after.UTC().Format(time.RFC3339Nano)
@@ -167,10 +166,11 @@ func (c *Client) ListSchedules(ctx context.Context, opts ListSchedulesOptions) i
 	}, opts.Cursor)
 }
 
-// HistoryOptions page an audit stream: events after AfterSequence, Limit
-// (1-500, 0 = 100) per page.
+// HistoryOptions page an audit stream: events after AfterSequence (of
+// EventType only, when set), Limit (1-500, 0 = 100) per page.
 type HistoryOptions struct {
 	AfterSequence int64
+	EventType     string
 	Limit         int
 }
 
@@ -183,6 +183,9 @@ func (c *Client) ScheduleHistoryPage(ctx context.Context, id string, opts Histor
 	}
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.EventType != "" {
+		q.Set("event_type", opts.EventType)
 	}
 	return call[apijson.History](ctx, c, request{method: http.MethodGet, path: schedulePath(id, "/history"), query: q, idempotent: true})
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
@@ -67,7 +66,7 @@ func Open(ctx context.Context, rawURL string) (*bun.DB, error) {
 func ping(ctx context.Context, db *bun.DB) error {
 	for {
 		err := db.PingContext(ctx)
-		if err == nil || IsPostgres(db) || !strings.Contains(err.Error(), "database is locked") {
+		if err == nil || !Of(db).SingleWriter() || !strings.Contains(err.Error(), "database is locked") {
 			return err
 		}
 		select {
@@ -111,39 +110,6 @@ func openSQLite(path string) (*bun.DB, error) {
 	sqldb.SetConnMaxLifetime(0)
 	sqldb.SetConnMaxIdleTime(0)
 	return bun.NewDB(sqldb, sqlitedialect.New()), nil
-}
-
-// IsPostgres reports whether db speaks PostgreSQL.
-func IsPostgres(db bun.IDB) bool {
-	return db.Dialect().Name() == dialect.PG
-}
-
-// Lock adds a row-locking clause ("UPDATE", "UPDATE OF s SKIP LOCKED")
-// where the database has row locks. SQLite has a single writer (and
-// _txlock=immediate), so a plain SELECT inside the transaction is already
-// exclusive there. Every row lock of the product goes through here.
-func Lock(q *bun.SelectQuery, clause string) *bun.SelectQuery {
-	if IsPostgres(q.DB()) {
-		return q.For(clause)
-	}
-	return q
-}
-
-// JSONText is the dialect's expression for a top-level JSON string field of
-// column. key must be a constant identifier (it is interpolated).
-func JSONText(db bun.IDB, column, key string) string {
-	if IsPostgres(db) {
-		return column + "->>'" + key + "'"
-	}
-	return "json_extract(" + column + ", '$." + key + "')"
-}
-
-// JSONTextParam is JSONText with the key bound as the query's next argument.
-func JSONTextParam(db bun.IDB, column string) string {
-	if IsPostgres(db) {
-		return column + "->>?"
-	}
-	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
 
 // redact hides a password in a connection URL before it reaches a log or an error.

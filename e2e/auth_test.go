@@ -136,6 +136,8 @@ func TestAuthenticatedConsole(t *testing.T) {
 	must(t, "resumed", expect.Locator(row.GetByTestId("status-badge")).ToHaveAttribute("data-status", "active"))
 	must(t, "open History", rowAction(t, row, "action-history").Click())
 	modal := admin.GetByTestId("modal")
+	must(t, "oldest first", modal.GetByTestId("history-order-toggle").Click())
+	must(t, "oldest first shown", expect.Locator(modal.GetByTestId("history-order")).ToHaveText("oldest first"))
 	must(t, "history actors", expect.Locator(modal.GetByTestId("history-event").GetByTestId("event-actor")).ToHaveText(
 		[]string{"by api · alice", "by ui · alice", "by ui · alice"}))
 	must(t, "close the modal", modal.GetByTestId("modal-close").Click())

@@ -31,10 +31,11 @@ func historyFixture(t *testing.T, api *apiClient, id string, n int) []int64 {
 	return seqs
 }
 
-// Scenario 5: the History modal of a schedule with 252 events shows the first
-// 100; each "Load more" appends the next 100 (by cursor) and the button is
-// gone after the last page. Sequences strictly increase, none repeats, and
-// they are exactly the API's.
+// Scenario 5: the History modal of a schedule with 252 events, switched to
+// oldest first (it opens newest first: history_order_test.go), shows the
+// first 100; each "Load more" appends the next 100 (by cursor) and the
+// button is gone after the last page. Sequences strictly increase, none
+// repeats, and they are exactly the API's.
 func TestHistoryModalLoadMore(t *testing.T) {
 	forEachDatabase(t, noLoop, func(t *testing.T, srv *server) {
 		api := newAPI(t, srv)
@@ -47,6 +48,8 @@ func TestHistoryModalLoadMore(t *testing.T) {
 		must(t, "open History", rowAction(t, row, "action-history").Click())
 		modal := page.GetByTestId("modal")
 		must(t, "history modal open", expect.Locator(modal).ToBeVisible())
+		must(t, "switch to oldest first", modal.GetByTestId("history-order-toggle").Click())
+		must(t, "oldest first", expect.Locator(modal.GetByTestId("history-order")).ToHaveText("oldest first"))
 		events := modal.GetByTestId("history-event")
 		more := modal.GetByTestId("history-load-more")
 

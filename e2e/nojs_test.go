@@ -127,6 +127,9 @@ func TestWithoutJavaScript(t *testing.T) {
 			must(t, "open History", rowAction(t, scheduleRow(page, "nojs-busy"), "action-history").Click())
 			panel := page.GetByTestId("history-panel")
 			must(t, "history page", expect.Page(page).ToHaveURL(regexp.MustCompile(`/waterline/schedules/nojs-busy/history$`)))
+			// It opens newest first; the order toggle is a plain link.
+			must(t, "switch to oldest first", panel.GetByTestId("history-order-toggle").Click())
+			must(t, "oldest first", expect.Locator(panel.GetByTestId("history-order")).ToHaveText("oldest first"))
 			events := panel.GetByTestId("history-event")
 			must(t, "first page", expect.Locator(events).ToHaveCount(100))
 			first := sequences(t, panel)
@@ -165,6 +168,8 @@ func TestWithoutJavaScript(t *testing.T) {
 			// (The page under the flash is the confirmation page again; see
 			// TestDeleteConfirmPageAfterDelete.)
 			must(t, "history link", page.GetByTestId("flash-link").Click())
+			must(t, "oldest first", page.GetByTestId("history-order-toggle").Click())
+			must(t, "oldest first shown", expect.Locator(page.GetByTestId("history-order")).ToHaveText("oldest first"))
 			must(t, "deleted schedule's history", expect.Locator(page.GetByTestId("history-event").Last().GetByTestId("event-type")).ToHaveText("ScheduleDeleted"))
 			must(t, "open the registry", page.GetByTestId("nav-schedules").Click())
 			must(t, "the other stays", expect.Locator(scheduleRow(page, "nojs-busy")).ToBeVisible())

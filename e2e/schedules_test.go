@@ -164,6 +164,8 @@ func TestPauseAndResume(t *testing.T) {
 		modal := page.GetByTestId("modal")
 		must(t, "history modal open", expect.Locator(modal).ToBeVisible())
 		must(t, "modal title", expect.Locator(modal.Locator("#modal-title")).ToHaveText("History · billing-export"))
+		must(t, "oldest first", modal.GetByTestId("history-order-toggle").Click())
+		must(t, "oldest first shown", expect.Locator(modal.GetByTestId("history-order")).ToHaveText("oldest first"))
 		events := modal.GetByTestId("history-event")
 		must(t, "event types", expect.Locator(events.GetByTestId("event-type")).ToHaveText([]string{"ScheduleCreated", "SchedulePaused", "ScheduleResumed"}))
 		paused := events.Nth(1)
@@ -289,6 +291,8 @@ func TestBackfillDryRunThenConfirm(t *testing.T) {
 		must(t, "modal closed", expect.Locator(modal).ToBeHidden())
 		must(t, "open History", rowAction(t, row, "action-history").Click())
 		must(t, "history modal open", expect.Locator(modal).ToBeVisible())
+		must(t, "oldest first", modal.GetByTestId("history-order-toggle").Click())
+		must(t, "oldest first shown", expect.Locator(modal.GetByTestId("history-order")).ToHaveText("oldest first"))
 		events := modal.GetByTestId("history-event")
 		must(t, "event types", expect.Locator(events.GetByTestId("event-type")).ToHaveText(
 			[]string{"ScheduleCreated", "ScheduleTriggered", "ScheduleTriggered", "ScheduleTriggered", "ScheduleTriggered", "ScheduleTriggered", "ScheduleTriggered"}))
@@ -343,6 +347,8 @@ func TestDeleteWithTypedConfirmation(t *testing.T) {
 		gotoOK(t, page, historyURL)
 		panel := page.GetByTestId("history-panel")
 		must(t, "history page", expect.Locator(panel).ToBeVisible())
+		must(t, "oldest first", panel.GetByTestId("history-order-toggle").Click())
+		must(t, "oldest first shown", expect.Locator(panel.GetByTestId("history-order")).ToHaveText("oldest first"))
 		must(t, "history events", expect.Locator(panel.GetByTestId("event-type")).ToHaveText([]string{"ScheduleCreated", "ScheduleDeleted"}))
 		must(t, "deleted by", expect.Locator(panel.GetByTestId("history-event").Last().GetByTestId("event-actor")).ToHaveText("by ui · local"))
 

@@ -103,6 +103,8 @@ func TestConsoleScreenshots(t *testing.T) {
 	must(t, "open History", rowAction(t, row, "action-history").Click())
 	modal := page.GetByTestId("modal")
 	must(t, "history modal", expect.Locator(modal).ToBeVisible())
+	must(t, "oldest first", modal.GetByTestId("history-order-toggle").Click())
+	must(t, "oldest first shown", expect.Locator(modal.GetByTestId("history-order")).ToHaveText("oldest first"))
 	must(t, "history events", expect.Locator(modal.GetByTestId("history-event")).ToHaveCount(5))
 	must(t, "last event", expect.Locator(modal.GetByTestId("history-event").Last().GetByTestId("event-type")).ToHaveText("ScheduleResumed"))
 	shoot(t, page, "console-registry-history.png")

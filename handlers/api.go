@@ -14,7 +14,7 @@ import (
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
-// API serves the JSON API of SPEC §8. Every handler resolves the
+// API serves the JSON API of CONTRACT §8. Every handler resolves the
 // namespace, decodes, calls one service method and encodes its result.
 type API struct {
 	Service *scheduling.Service
@@ -37,7 +37,7 @@ func commandContext(c echo.Context, source, reason string) *scheduling.CommandCo
 	return cc
 }
 
-func (h *API) ns(c echo.Context) (string, error) { return resolveNamespace(c, h.Namespace) }
+func (h *API) ns(c echo.Context) (string, error) { return apiNamespace(c, h.Namespace) }
 
 type createRequest = apijson.CreateSchedule
 
@@ -143,7 +143,7 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 		return err
 	}
 	if raw == nil {
-		return &BadRequestError{Code: "invalid_json", Message: "the body must be a JSON object of the fields to change, not null"}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "the body must be a JSON object of the fields to change, not null"}
 	}
 	in, err := parseUpdate(raw)
 	if err != nil {
@@ -215,10 +215,10 @@ func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error)
 		case "note":
 			err = strictUnmarshal(value, &in.Note)
 		default:
-			return in, &BadRequestError{Code: "invalid_json", Message: "unknown field \"" + key + "\""}
+			return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "unknown field \"" + key + "\""}
 		}
 		if err != nil {
-			return in, &BadRequestError{Code: "invalid_json", Message: "field \"" + key + "\": " + describeJSONError(err)}
+			return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "field \"" + key + "\": " + describeJSONError(err)}
 		}
 	}
 	return in, nil
@@ -326,28 +326,24 @@ func (h *API) BackfillSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromBackfill(rep))
 }
 
-// ScheduleHistory answers GET /schedules/{id}/history (SPEC §6 read contract).
+// ScheduleHistory answers GET /schedules/{id}/history (CONTRACT §6 read contract).
 func (h *API) ScheduleHistory(c echo.Context) error {
 	ns, err := h.ns(c)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultHistoryLimit, "invalid_limit")
+	q, err := historyQuery(c, scheduling.HistoryOldestFirst)
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(c, "after_sequence", 0, "invalid_after_sequence")
-	if err != nil {
-		return err
-	}
-	page, err := h.Service.History(c.Request().Context(), ns, c.Param("schedule_id"), after, int(min(max(limit, 0), scheduling.MaxHistoryLimit)))
+	page, err := h.Service.History(c.Request().Context(), ns, c.Param("schedule_id"), q)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, apijson.FromHistory(page))
 }
 
-// ScheduleOccurrences answers GET /schedules/{id}/occurrences (SPEC §12).
+// ScheduleOccurrences answers GET /schedules/{id}/occurrences (CONTRACT §12).
 func (h *API) ScheduleOccurrences(c echo.Context) error {
 	ns, err := h.ns(c)
 	if err != nil {
@@ -452,7 +448,7 @@ func (h *API) Preview(c echo.Context) error {
 	if err := v.OrNil(); err != nil {
 		return err
 	}
-	p, err := scheduling.PreviewSpec(req.Spec, after, count)
+	p, err := scheduling.PreviewSpec(req.Spec.Model(), after, count)
 	if err != nil {
 		return err
 	}

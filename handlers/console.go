@@ -18,7 +18,7 @@ import (
 	"github.com/tidelinehq/tideline/views"
 )
 
-// Console serves the operator console (SPEC §8) under /waterline. Like the
+// Console serves the operator console (CONTRACT §8) under /waterline. Like the
 // JSON API it only adapts requests: every rule lives in the service, and the
 // handlers turn its results into the view models of views/.
 type Console struct {
@@ -120,40 +120,37 @@ func (h *Console) begin(c echo.Context) (*request, error) {
 	if ck, err := c.Cookie(timeCookie); err == nil && (ck.Value == "utc" || ck.Value == "local") {
 		r.timePref = ck.Value
 	}
-	switch {
-	case h.Namespace != "":
-		r.ns = h.Namespace
-	case c.QueryParam("namespace") != "":
-		r.ns, r.nsInURL = c.QueryParam("namespace"), true
-		if !scheduling.ValidNamespace(r.ns) {
-			return nil, scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
-		}
-	default:
-		r.ns = rememberedNamespace(c)
-	}
-	// A namespace the viewer is not bound to is absent: 404, never 403.
-	if err := checkNamespace(c, r.ns); err != nil {
+	var err error
+	named := c.QueryParam("namespace")
+	if r.ns, err = resolveNamespace(c, h.Namespace, nsQuery{named: named, remembered: switcherChoice(c), anyBound: true}); err != nil {
 		return nil, err
 	}
+	r.nsInURL = h.Namespace == "" && named != ""
 	return r, nil
 }
 
 // rememberedNamespace is the namespace of a request that names none: the
 // switcher's cookie, else "default" (or the viewer's first namespace).
 func rememberedNamespace(c echo.Context) string {
-	ns := defaultNamespace(c)
-	if p := PrincipalFrom(c); p != nil && checkNamespace(c, ns) != nil && len(p.Namespaces) > 0 {
-		ns = p.Namespaces[0] // bound to several, none of them "default"
-	}
-	// A cookie with a bad value (edited by hand, or a namespace this
-	// viewer may not see) is ignored, not fatal.
-	if ck, err := c.Cookie(namespaceCookie); err == nil && scheduling.ValidNamespace(ck.Value) && checkNamespace(c, ck.Value) == nil {
-		ns = ck.Value
+	ns, err := resolveNamespace(c, "", nsQuery{remembered: switcherChoice(c), anyBound: true})
+	if err != nil {
+		// Not even the default is this viewer's (bound to none): frame
+		// the page in "default"; it shows nothing of theirs anyway.
+		return defaultNamespace(c)
 	}
 	return ns
 }
 
-// canOperate and canAdmin are the viewer's role (SPEC §9): actions it may
+// switcherChoice is the namespace the switcher's cookie remembers ("" for
+// none); the resolver decides whether it still applies.
+func switcherChoice(c echo.Context) string {
+	if ck, err := c.Cookie(namespaceCookie); err == nil {
+		return ck.Value
+	}
+	return ""
+}
+
+// canOperate and canAdmin are the viewer's role (CONTRACT §9): actions it may
 // not take are not shown. Without authentication everything is allowed.
 func (r *request) canOperate() bool { return Can(r.c, auth.Operate) }
 func (r *request) canAdmin() bool   { return Can(r.c, auth.Admin) }
@@ -305,7 +302,7 @@ func (h *Console) SwitchNamespace(c echo.Context) error {
 	ns := c.QueryParam("namespace")
 	if h.Namespace == "" {
 		if !scheduling.ValidNamespace(ns) {
-			return scheduling.NewValidationError("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+			return scheduling.NewValidationError("namespace", scheduling.NamespaceRule)
 		}
 		if err := checkNamespace(c, ns); err != nil {
 			return err

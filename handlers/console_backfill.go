@@ -66,7 +66,7 @@ func (r *request) backfillable(id string) (*models.Schedule, error) {
 		return nil, err
 	}
 	if s.Status == models.StatusDeleted {
-		return nil, &scheduling.ConflictError{Code: "schedule_deleted", Message: fmt.Sprintf("schedule %q is deleted", id)}
+		return nil, &scheduling.ConflictError{Code: scheduling.CodeScheduleDeleted, Message: fmt.Sprintf("schedule %q is deleted", id)}
 	}
 	return s, nil
 }

@@ -80,7 +80,7 @@ func (r *request) editable(id string) (*models.Schedule, error) {
 		return nil, err
 	}
 	if s.Status == models.StatusDeleted {
-		return nil, &scheduling.ConflictError{Code: "schedule_deleted", Message: fmt.Sprintf("schedule %q is deleted and cannot be updated", id)}
+		return nil, &scheduling.ConflictError{Code: scheduling.CodeScheduleDeleted, Message: fmt.Sprintf("schedule %q is deleted and cannot be updated", id)}
 	}
 	return s, nil
 }

@@ -79,7 +79,7 @@ func (f *scheduleForm) serviceError(err error) (int, bool) {
 	case errors.As(err, &val):
 		f.mapErrors(val)
 		return http.StatusUnprocessableEntity, true
-	case errors.As(err, &conf) && conf.Code == "schedule_already_exists":
+	case errors.As(err, &conf) && conf.Code == scheduling.CodeScheduleAlreadyExists:
 		f.addErr("schedule_id", conf.Message)
 		return http.StatusConflict, true
 	case errors.As(err, &conf):

@@ -31,7 +31,7 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 		}
 		return views.SpecPreviewView{FieldErrors: mapped.errs}, false
 	}
-	desc, tz := specSentence(p.Description, f.spec.Timezone)
+	desc, tz := p.Text.Sentence(), p.Text.Zone
 	v := views.SpecPreviewView{Description: desc, Timezone: tz}
 	loc := r.zone(tz)
 	for _, t := range p.FireTimes {

@@ -121,16 +121,6 @@ func durationText(d time.Duration) string {
 	return two(int64(d/day), "d", int64(d%day/time.Hour), "h")
 }
 
-// specSentence splits the service's description from its zone: the
-// describer names the zone after every cron part ("At 02:30 every day
-// (America/New_York)"), the views show it once, after the sentence.
-func specSentence(description, timezone string) (string, string) {
-	if timezone == "" {
-		timezone = "UTC"
-	}
-	return strings.ReplaceAll(description, " ("+timezone+")", ""), timezone
-}
-
 // describeSpec compiles a stored spec for its description; cheap enough to
 // do per registry row.
 func describeSpec(spec models.Spec) (string, string) {
@@ -138,7 +128,7 @@ func describeSpec(spec models.Spec) (string, string) {
 	if err != nil {
 		return "invalid spec", spec.Timezone
 	}
-	return specSentence(compiled.Description(), spec.Timezone)
+	return compiled.Text().Sentence(), compiled.Text().Zone
 }
 
 func sortedPairs(m map[string]string) []views.KV {

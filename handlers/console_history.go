@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,25 +13,26 @@ import (
 	"github.com/tidelinehq/tideline/views"
 )
 
-// History answers GET /waterline/schedules/{id}/history: the audit stream
-// oldest first by sequence (SPEC §6 read contract). "Load more" asks with
-// HX-Request and after_sequence and gets only the next rows; everything
-// else gets the page (the modal picks its panel out of it). It answers for
-// deleted schedules too.
+// History answers GET /waterline/schedules/{id}/history: the audit stream,
+// newest first unless ?order=asc, optionally of one ?event_type=, with its
+// total (docs/CONTRACT.md, "History paging"). A cursor implies its order:
+// after_sequence continues oldest first, before_sequence newest first.
+// "Load more" asks with HX-Request and a cursor and gets only the next rows;
+// everything else gets the page (the modal picks its panel out of it). It
+// answers for deleted schedules too.
 func (h *Console) History(c echo.Context) error {
 	r, err := h.begin(c)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(c, "limit", scheduling.DefaultHistoryLimit, "invalid_limit")
+	order := scheduling.HistoryNewestFirst
+	if c.QueryParam("after_sequence") != "" {
+		order = scheduling.HistoryOldestFirst
+	}
+	q, err := historyQuery(c, order)
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(c, "after_sequence", 0, "invalid_after_sequence")
-	if err != nil {
-		return err
-	}
-	limit = int64(scheduling.ClampHistoryLimit(int(min(max(limit, 0), scheduling.MaxHistoryLimit))))
 	id := c.Param("schedule_id")
 	// The schedule's zone, for the event times (Get also answers for
 	// deleted schedules, as History does).
@@ -40,31 +40,73 @@ func (h *Console) History(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.Service.History(c.Request().Context(), r.ns, id, after, int(limit))
+	page, err := h.Service.History(c.Request().Context(), r.ns, id, q)
 	if err != nil {
 		return err
 	}
+	v := r.historyView(s, q, page)
+	if isHX(c) && (q.AfterSequence > 0 || q.BeforeSequence > 0) {
+		return ok(c, views.HistoryRows(v))
+	}
+	return ok(c, views.HistoryPage(r.layout("History of "+s.ScheduleID, "schedules"), v))
+}
+
+func (r *request) historyView(s *models.Schedule, q scheduling.HistoryQuery, page *scheduling.HistoryPage) views.HistoryView {
 	loc := r.zone(s.Spec.Timezone)
 	base := scheduleURL(s.ScheduleID) + "/history"
 	limitParam := ""
-	if limit != scheduling.DefaultHistoryLimit {
-		limitParam = strconv.FormatInt(limit, 10)
+	if limit := scheduling.ClampHistoryLimit(q.Limit); limit != scheduling.DefaultHistoryLimit {
+		limitParam = strconv.Itoa(limit)
+	}
+	newest := q.Order == scheduling.HistoryNewestFirst
+	// first is the first page of an order, with the filter and limit kept;
+	// newest first is the default and needs no parameter.
+	first := func(newestFirst bool) string {
+		order := ""
+		if !newestFirst {
+			order = scheduling.HistoryOldestFirst
+		}
+		return r.url(base, "order", order, "event_type", q.EventType, "limit", limitParam)
 	}
 	v := views.HistoryView{ScheduleID: s.ScheduleID, ScheduleURL: r.url(scheduleURL(s.ScheduleID)),
-		PageURL: r.url(base, "limit", limitParam), HasMore: page.HasMore}
-	if page.NextCursor != nil {
-		v.MoreURL = r.url(base, "after_sequence", strconv.FormatInt(*page.NextCursor, 10), "limit", limitParam)
+		PageURL: first(newest), HasMore: page.HasMore, NewestFirst: newest, OrderURL: first(!newest),
+		FilterURL: base, EventType: q.EventType, EventTypes: scheduling.EventTypes, Total: historyTotal(page.Total, q.EventType)}
+	if !newest {
+		v.FilterHidden = append(v.FilterHidden, views.KV{Key: "order", Value: scheduling.HistoryOldestFirst})
 	}
-	if after > 0 {
+	if limitParam != "" {
+		v.FilterHidden = append(v.FilterHidden, views.KV{Key: "limit", Value: limitParam})
+	}
+	if ns := r.urlNamespace(); ns != "" {
+		v.FilterHidden = append(v.FilterHidden, views.KV{Key: "namespace", Value: ns})
+	}
+	if page.NextCursor != nil {
+		cursor := "after_sequence"
+		if newest {
+			cursor = "before_sequence"
+		}
+		v.MoreURL = r.url(base, cursor, strconv.FormatInt(*page.NextCursor, 10), "event_type", q.EventType, "limit", limitParam)
+	}
+	if q.AfterSequence > 0 || q.BeforeSequence > 0 {
 		v.FromStartURL = v.PageURL
 	}
 	for _, e := range page.Events {
 		v.Events = append(v.Events, r.historyEvent(e, loc))
 	}
-	if isHX(c) && c.QueryParam("after_sequence") != "" {
-		return ok(c, views.HistoryRows(v))
+	return v
+}
+
+// historyTotal says how many events the listing has, e.g. "121 events" or
+// "3 SchedulePaused events".
+func historyTotal(n int64, eventType string) string {
+	noun := "events"
+	if n == 1 {
+		noun = "event"
 	}
-	return ok(c, views.HistoryPage(r.layout("History of "+s.ScheduleID, "schedules"), v))
+	if eventType != "" {
+		noun = eventType + " " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun
 }
 
 func (r *request) historyEvent(e models.ScheduleEvent, loc *time.Location) views.HistoryEventView {
@@ -73,46 +115,67 @@ func (r *request) historyEvent(e models.ScheduleEvent, loc *time.Location) views
 	if ev.RunID != "" {
 		ev.RunURL = r.url(runURL(ev.RunID))
 	}
-	var p struct {
-		Reason         string   `json:"reason"`
-		ChangedFields  []string `json:"changed_fields"`
-		Outcome        string   `json:"outcome"`
-		Policy         string   `json:"effective_overlap_policy"`
-		TriggerNumber  int64    `json:"trigger_number"`
-		NextFireAt     *string  `json:"next_fire_at"`
-		CommandContext *struct {
-			Source string `json:"source"`
-			Actor  string `json:"actor"`
-		} `json:"command_context"`
+	p, err := scheduling.DecodePayload(e.EventType, e.Payload)
+	if err != nil {
+		return ev // the raw payload is still shown
 	}
-	_ = json.Unmarshal(e.Payload, &p)
-	if cc := p.CommandContext; cc != nil {
+	if cc := p.Context(); cc != nil {
 		ev.Actor = strings.Trim(cc.Source+" · "+cc.Actor, " ·")
 	}
-	switch e.EventType {
-	case scheduling.EventScheduleCreated, scheduling.EventScheduleResumed:
-		ev.Summary = "next fire: " + r.eventTime(p.NextFireAt, loc)
-	case scheduling.EventScheduleUpdated:
+	at := func(i *scheduling.Instant) string {
+		if i == nil {
+			return "never"
+		}
+		return i.Time().In(loc).Format(minuteLayout)
+	}
+	field := func(label, value string) {
+		if value != "" {
+			ev.Fields = append(ev.Fields, views.KV{Key: label, Value: value})
+		}
+	}
+	words := func(code string) string { return strings.ReplaceAll(code, "_", " ") }
+	switch p := p.(type) {
+	case *scheduling.CreatedPayload:
+		ev.Summary = "next fire: " + at(p.NextFireAt)
+		field("Workflow", p.Action.WorkflowType)
+		field("Overlap policy", words(p.OverlapPolicy))
+		field("Next fire", at(p.NextFireAt))
+	case *scheduling.ResumedPayload:
+		ev.Summary = "next fire: " + at(p.NextFireAt)
+		field("Next fire", at(p.NextFireAt))
+		if p.PausedUntil != nil {
+			field("Timed pause ended", at(p.PausedUntil))
+		}
+	case *scheduling.UpdatedPayload:
 		ev.Summary = "changed: " + strings.Join(p.ChangedFields, ", ")
-	case scheduling.EventScheduleTriggered:
-		ev.Summary = fmt.Sprintf("%s fire #%d, overlap policy %s", p.Outcome, p.TriggerNumber, p.Policy)
-	case scheduling.EventScheduleTriggerSkipped, scheduling.EventScheduleDeleted:
-		ev.Summary = "reason: " + strings.ReplaceAll(p.Reason, "_", " ")
-	case scheduling.EventSchedulePaused:
+		field("Changed", strings.Join(p.ChangedFields, ", "))
+		field("Overlap policy", words(p.OverlapPolicy))
+		field("Next fire", at(p.NextFireAt))
+	case *scheduling.TriggeredPayload:
+		ev.Summary = fmt.Sprintf("%s fire #%d, overlap policy %s", p.Outcome, p.TriggerNumber, p.EffectiveOverlapPolicy)
+		field("Outcome", p.Outcome)
+		field("Occurrence", at(&p.OccurrenceTime))
+		field("Overlap policy", words(p.EffectiveOverlapPolicy))
+	case *scheduling.SkippedPayload:
+		ev.Summary = "reason: " + words(p.Reason)
+		field("Reason", words(p.Reason))
+		if p.OccurrenceTime != nil {
+			field("Occurrence", at(p.OccurrenceTime))
+		}
+		if p.MissedCount > 0 {
+			field("Missed", fmt.Sprintf("%d, %s – %s", p.MissedCount, at(p.FirstMissedAt), at(p.LastMissedAt)))
+		}
+		field("Skipped in all", strconv.FormatInt(p.SkippedTriggerCount, 10))
+	case *scheduling.DeletedPayload:
+		ev.Summary = "reason: " + words(p.Reason)
+		field("Reason", words(p.Reason))
+	case *scheduling.PausedPayload:
 		if p.Reason != "" {
 			ev.Summary = "reason: " + p.Reason // the operator's own words
 		}
+		if p.PausedUntil != nil {
+			field("Until", at(p.PausedUntil))
+		}
 	}
 	return ev
-}
-
-func (r *request) eventTime(raw *string, loc *time.Location) string {
-	if raw == nil {
-		return "never"
-	}
-	t, err := time.Parse(time.RFC3339Nano, *raw)
-	if err != nil {
-		return *raw
-	}
-	return t.In(loc).Format(minuteLayout)
 }

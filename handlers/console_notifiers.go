@@ -42,7 +42,7 @@ func (r *request) notifierForm(action string, editing bool, name, target, format
 func notifierInput(c echo.Context) (scheduling.NotifierInput, map[string]string, error) {
 	form, err := c.FormParams()
 	if err != nil {
-		return scheduling.NotifierInput{}, nil, &BadRequestError{Code: "invalid_form", Message: "the form could not be read"}
+		return scheduling.NotifierInput{}, nil, &BadRequestError{Code: scheduling.CodeInvalidForm, Message: "the form could not be read"}
 	}
 	target, format := strings.TrimSpace(form.Get("url")), form.Get("format")
 	in := scheduling.NotifierInput{Name: strings.TrimSpace(form.Get("name")), URL: &target, Format: &format,

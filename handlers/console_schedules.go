@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -211,7 +212,7 @@ func (h *Console) Bulk(c echo.Context) error {
 	}
 	form, err := c.FormParams()
 	if err != nil {
-		return &BadRequestError{Code: "bad_request", Message: "could not read the form"}
+		return &BadRequestError{Code: scheduling.CodeBadRequest, Message: "could not read the form"}
 	}
 	back := r.returnTo(r.url(registryPath))
 	action, reason := form.Get("action"), strings.TrimSpace(form.Get("reason"))
@@ -474,11 +475,11 @@ func (r *request) describe(id string) (*scheduling.Description, error) {
 	if getErr != nil || s.Status != models.StatusDeleted {
 		return nil, err
 	}
-	desc := ""
+	d = &scheduling.Description{Schedule: s, SpecText: scheduling.SpecText{Zone: cmp.Or(s.Spec.Timezone, "UTC")}}
 	if compiled, cerr := scheduling.Compile(s.Spec); cerr == nil {
-		desc = compiled.Description()
+		d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()
 	}
-	return &scheduling.Description{Schedule: s, SpecDescription: desc}, nil
+	return d, nil
 }
 
 // Detail answers GET /waterline/schedules/{id}.
@@ -510,7 +511,7 @@ func (h *Console) Detail(c echo.Context) error {
 
 func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {
 	s := d.Schedule
-	desc, tz := specSentence(d.SpecDescription, s.Spec.Timezone)
+	desc, tz := d.SpecText.Sentence(), d.SpecText.Zone
 	loc := r.zone(tz)
 	self := r.url(scheduleURL(s.ScheduleID))
 	v := views.ScheduleDetailView{

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
@@ -31,7 +32,7 @@ const writeProbeEvery = 5 * time.Second
 
 // Live answers 200 while the process serves HTTP.
 func (h *Health) Live(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	return c.JSON(http.StatusOK, apijson.Health{Status: "ok"})
 }
 
 // Ready answers 200 only when the database answers, every migration is
@@ -42,19 +43,19 @@ func (h *Health) Ready(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := h.DB.PingContext(ctx); err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		return c.JSON(http.StatusServiceUnavailable, apijson.Health{Status: "unavailable", Reason: "database unreachable"})
 	}
 	pending, err := migrations.Pending(ctx, h.DB)
 	if err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database unreachable"})
+		return c.JSON(http.StatusServiceUnavailable, apijson.Health{Status: "unavailable", Reason: "database unreachable"})
 	}
 	if pending > 0 {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "migrations pending"})
+		return c.JSON(http.StatusServiceUnavailable, apijson.Health{Status: "unavailable", Reason: "migrations pending"})
 	}
 	if err := h.probeWrite(ctx); err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "database refuses writes"})
+		return c.JSON(http.StatusServiceUnavailable, apijson.Health{Status: "unavailable", Reason: "database refuses writes"})
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	return c.JSON(http.StatusOK, apijson.Health{Status: "ready"})
 }
 
 func (h *Health) probeWrite(ctx context.Context) error {

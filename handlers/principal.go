@@ -35,9 +35,13 @@ func Can(c echo.Context, perm auth.Permission) bool {
 // answered exactly like a namespace that does not exist (404, never 403).
 func checkNamespace(c echo.Context, ns string) error {
 	if p := PrincipalFrom(c); p != nil && !p.Allows(ns) {
-		return &scheduling.NotFoundError{Code: "not_found", Message: fmt.Sprintf("namespace %q not found", ns)}
+		return namespaceNotFound(ns)
 	}
 	return nil
+}
+
+func namespaceNotFound(ns string) error {
+	return &scheduling.NotFoundError{Code: scheduling.CodeNotFound, Message: fmt.Sprintf("namespace %q not found", ns)}
 }
 
 // defaultNamespace is "default", or the one namespace a bound caller has.
@@ -45,5 +49,5 @@ func defaultNamespace(c echo.Context) string {
 	if p := PrincipalFrom(c); p != nil && len(p.Namespaces) == 1 && p.Namespaces[0] != "*" {
 		return p.Namespaces[0]
 	}
-	return "default"
+	return scheduling.DefaultNamespace
 }

@@ -27,13 +27,13 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 		if errors.As(err, &maxErr) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
 			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "request body is larger than 1 MiB")
 		}
-		return &BadRequestError{Code: "bad_request", Message: "could not read the request body"}
+		return &BadRequestError{Code: scheduling.CodeBadRequest, Message: "could not read the request body"}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if emptyOK {
 			return nil
 		}
-		return &BadRequestError{Code: "invalid_json", Message: "request body is empty; send a JSON object"}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "request body is empty; send a JSON object"}
 	}
 	// A body in any other type used to be read as a form and dropped (curl
 	// sends form-urlencoded by default), so a pause lost its reason and a
@@ -45,18 +45,18 @@ func decodeJSON(c echo.Context, dst any, emptyOK bool) error {
 	// Neither database stores NUL in text, so refuse it here as bad input
 	// rather than fail later on the way to the database.
 	if hasNULEscape(body) {
-		return &BadRequestError{Code: "invalid_json", Message: "JSON strings may not contain NUL characters (\\u0000)"}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "JSON strings may not contain NUL characters (\\u0000)"}
 	}
 	if key, ok := duplicateKey(body); ok {
-		return &BadRequestError{Code: "invalid_json", Message: fmt.Sprintf("duplicate key %q: every key may appear once per object", key)}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: fmt.Sprintf("duplicate key %q: every key may appear once per object", key)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return &BadRequestError{Code: "invalid_json", Message: describeJSONError(err)}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: describeJSONError(err)}
 	}
 	if dec.More() {
-		return &BadRequestError{Code: "invalid_json", Message: "request body has data after the JSON object"}
+		return &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "request body has data after the JSON object"}
 	}
 	return nil
 }
@@ -215,29 +215,6 @@ func queryList(c echo.Context, name string) []string {
 	return out
 }
 
-// resolveNamespace picks the request's namespace: the server's fixed one
-// when configured, else X-Namespace, else ?namespace=, else "default" (or
-// the caller's only namespace). A namespace the caller may not see is 404.
-func resolveNamespace(c echo.Context, fixed string) (string, error) {
-	ns := fixed
-	if ns == "" {
-		ns = c.Request().Header.Get("X-Namespace")
-	}
-	if ns == "" {
-		ns = c.QueryParam("namespace")
-	}
-	if ns == "" {
-		ns = defaultNamespace(c)
-	}
-	if !scheduling.ValidNamespace(ns) {
-		return "", &scheduling.ValidationError{Code: scheduling.CodeValidationFailed, Fields: map[string]string{"namespace": "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"}}
-	}
-	if err := checkNamespace(c, ns); err != nil {
-		return "", err
-	}
-	return ns, nil
-}
-
 // hasNULEscape reports whether a JSON document holds the escape \u0000. An
 // escape is real when an odd number of backslashes precede the "u": in
 // "C:\\u0000" the backslash is itself escaped and no NUL is meant.
@@ -274,13 +251,33 @@ func ledgerQuery(c echo.Context) (scheduling.LedgerQuery, error) {
 	if err := v.OrNil(); err != nil {
 		return q, err
 	}
-	limit, err := queryInt(c, "limit", scheduling.MaxLedgerPage, "invalid_limit")
+	limit, err := queryInt(c, "limit", scheduling.MaxLedgerPage, scheduling.CodeInvalidLimit)
 	if err != nil {
 		return q, err
 	}
 	if limit < 1 || limit > scheduling.MaxLedgerPage {
-		return q, &scheduling.ValidationError{Code: "invalid_limit", Fields: map[string]string{"limit": fmt.Sprintf("must be between 1 and %d", scheduling.MaxLedgerPage)}}
+		return q, &scheduling.ValidationError{Code: scheduling.CodeInvalidLimit, Fields: map[string]string{"limit": fmt.Sprintf("must be between 1 and %d", scheduling.MaxLedgerPage)}}
 	}
 	q.Limit = int(limit)
 	return q, nil
+}
+
+// historyQuery reads a history page's query (docs/CONTRACT.md, "History
+// paging"): limit, order (defaultOrder when absent), the cursor of that
+// order (after_sequence or before_sequence) and event_type. The service
+// validates and clamps; this only parses.
+func historyQuery(c echo.Context, defaultOrder string) (scheduling.HistoryQuery, error) {
+	q := scheduling.HistoryQuery{Order: c.QueryParam("order"), EventType: c.QueryParam("event_type")}
+	if q.Order == "" {
+		q.Order = defaultOrder
+	}
+	var err error
+	if q.Limit, err = queryInt(c, "limit", scheduling.DefaultHistoryLimit, scheduling.CodeInvalidLimit); err != nil {
+		return q, err
+	}
+	if q.AfterSequence, err = queryInt(c, "after_sequence", 0, scheduling.CodeInvalidAfterSequence); err != nil {
+		return q, err
+	}
+	q.BeforeSequence, err = queryInt(c, "before_sequence", 0, scheduling.CodeInvalidAfterSequence)
+	return q, err
 }

@@ -35,10 +35,7 @@ type Migration struct {
 
 // Load returns the migrations of db's dialect in version order.
 func Load(db bun.IDB) ([]Migration, error) {
-	dir := "sql/sqlite"
-	if database.IsPostgres(db) {
-		dir = "sql/postgres"
-	}
+	dir := "sql/" + database.Of(db).Name()
 	entries, err := fs.ReadDir(files, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read migrations: %w", err)
@@ -81,10 +78,8 @@ func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
 	}
 	var applied []string
 	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if database.IsPostgres(db) {
-			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(lockKey)); err != nil {
-				return fmt.Errorf("lock migrations: %w", err)
-			}
+		if err := database.Of(tx).LockForMigration(ctx, tx, int64(lockKey)); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS tideline_migrations (
 			version integer PRIMARY KEY,

@@ -20,7 +20,7 @@ func columns(t *testing.T, db *bun.DB) []string {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
-	if database.IsPostgres(db) {
+	if database.Of(db).Name() == database.PostgreSQL {
 		require.NoError(t, db.NewRaw(`SELECT table_name || '.' || column_name FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name LIKE 'workflow_%'`).Scan(ctx, &out))
 	} else {

@@ -51,13 +51,7 @@ func recentRuns(runs []*Run) []RecentRun {
 // mergeRecent is the dialect's expression for the first RecentRunsKept
 // entries of the new runs (excluded.recent_runs) followed by the stored ones.
 func mergeRecent(db bun.IDB) string {
-	if database.IsPostgres(db) {
-		return fmt.Sprintf("jsonb_path_query_array(excluded.recent_runs || workflow_schedule_health.recent_runs, '$[0 to %d]')", RecentRunsKept-1)
-	}
-	return fmt.Sprintf(`(SELECT json_group_array(json(value)) FROM (
-		SELECT value FROM (SELECT key AS k, value FROM json_each(excluded.recent_runs)
-			UNION ALL SELECT 1000000 + key, value FROM json_each(workflow_schedule_health.recent_runs))
-		ORDER BY k LIMIT %d))`, RecentRunsKept)
+	return database.Of(db).JSONArrayHead("excluded.recent_runs", "workflow_schedule_health.recent_runs", RecentRunsKept)
 }
 
 // AddHealth adds the deltas to workflow_schedule_health, one upsert per

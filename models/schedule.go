@@ -17,7 +17,7 @@ const (
 	StatusDeleted = "deleted"
 )
 
-// Spec is the stored "when" of a schedule (SPEC §2/§3). It is plain data; the
+// Spec is the stored "when" of a schedule (CONTRACT §2/§3). It is plain data; the
 // scheduling package compiles it into something that can compute fire times.
 type Spec struct {
 	CronExpressions []string   `json:"cron_expressions"`
@@ -45,7 +45,7 @@ type Action struct {
 	RetryPolicy *RetryPolicy `json:"retry_policy"`
 }
 
-// RetryPolicy says how a failed attempt is retried (SPEC §10). The fields
+// RetryPolicy says how a failed attempt is retried (CONTRACT §10). The fields
 // are pointers so that an absent field (default) differs from a given 0
 // (refused); the service stores the policy with every default filled in,
 // so what a client reads back is what applies.
@@ -100,7 +100,7 @@ type Schedule struct {
 	FiresCount         int64             `bun:"fires_count,notnull"`
 	StartFailuresCount int64             `bun:"start_failures_count,notnull"` // fires that could not start
 	PauseAfterFailures *int              `bun:"pause_after_failures"`
-	// CatchupWindowSeconds is the missed-fire policy (SPEC §12): nil fires
+	// CatchupWindowSeconds is the missed-fire policy (CONTRACT §12): nil fires
 	// an overdue schedule once and drops the rest; a window fires every
 	// occurrence younger than it, in order.
 	CatchupWindowSeconds *int `bun:"catchup_window_seconds"`

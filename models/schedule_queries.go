@@ -287,13 +287,13 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	}
 	if f.Text != "" {
 		like := "%" + escapeLike(strings.ToLower(f.Text)) + "%"
-		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+database.JSONText(db, "s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
+		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+database.Of(db).JSONText("s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
 	}
 	if f.WorkflowType != "" {
-		q = q.Where(database.JSONText(db, "s.action", "workflow_type")+" = ?", f.WorkflowType)
+		q = q.Where(database.Of(db).JSONText("s.action", "workflow_type")+" = ?", f.WorkflowType)
 	}
 	if f.LabelKey != "" {
-		q = q.Where(database.JSONTextParam(db, "s.labels")+" = ?", f.LabelKey, f.LabelValue)
+		q = q.Where(database.Of(db).JSONTextParam("s.labels")+" = ?", f.LabelKey, f.LabelValue)
 	}
 	if f.Failing {
 		q = q.Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id AND h.consecutive_failures > 0")
@@ -354,24 +354,54 @@ func InsertScheduleEvent(ctx context.Context, db bun.IDB, e *ScheduleEvent) erro
 	return nil
 }
 
-// ListScheduleEvents returns up to limit events with sequence > after, in
-// sequence order, plus whether more follow. The unique (schedule, sequence)
-// index makes every page cost the same, however deep.
-func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, after int64, limit int) ([]ScheduleEvent, bool, error) {
+// EventQuery selects one keyset page of a schedule's audit stream.
+type EventQuery struct {
+	// NewestFirst orders by descending sequence; Before (when > 0) then
+	// bounds the page. Oldest first, After bounds it.
+	NewestFirst bool
+	After       int64
+	Before      int64
+	EventType   string // "" for every type
+	Limit       int
+}
+
+// ListScheduleEvents returns up to q.Limit events past the cursor in the
+// page's order, plus whether more follow. The unique (schedule, sequence)
+// index, or for a type filter the type index of migration 0011, makes
+// every page cost the same, however deep.
+func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, q EventQuery) ([]ScheduleEvent, bool, error) {
 	var out []ScheduleEvent
-	err := db.NewSelect().Model(&out).
-		Where("se.workflow_schedule_id = ? AND se.sequence > ?", scheduleULID, after).
-		OrderExpr("se.sequence ASC").
-		Limit(int64(limit + 1)).
-		Scan(ctx)
-	if err != nil {
+	sel := db.NewSelect().Model(&out).Where("se.workflow_schedule_id = ?", scheduleULID)
+	if q.EventType != "" {
+		sel = sel.Where("se.event_type = ?", q.EventType)
+	}
+	if q.NewestFirst {
+		if q.Before > 0 {
+			sel = sel.Where("se.sequence < ?", q.Before)
+		}
+		sel = sel.OrderExpr("se.sequence DESC")
+	} else {
+		sel = sel.Where("se.sequence > ?", q.After).OrderExpr("se.sequence ASC")
+	}
+	if err := sel.Limit(int64(q.Limit + 1)).Scan(ctx); err != nil {
 		return nil, false, fmt.Errorf("list schedule events: %w", err)
 	}
-	more := len(out) > limit
+	more := len(out) > q.Limit
 	if more {
-		out = out[:limit]
+		out = out[:q.Limit]
 	}
 	return out, more, nil
+}
+
+// CountScheduleEvents counts a schedule's events of one type (the whole
+// stream needs no count: its sequences are gap-free, 1..last_sequence).
+func CountScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID, eventType string) (int64, error) {
+	n, err := db.NewSelect().Model((*ScheduleEvent)(nil)).
+		Where("se.workflow_schedule_id = ? AND se.event_type = ?", scheduleULID, eventType).Count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count schedule events: %w", err)
+	}
+	return int64(n), nil
 }
 
 // InsertScheduleEvents appends many audit events in one statement.

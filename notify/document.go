@@ -17,7 +17,7 @@ import (
 // changes meaning or goes away (new fields may appear in any version).
 const Version = 1
 
-// Event types of SPEC §11, and test for "send test".
+// Event types of CONTRACT §11, and test for "send test".
 const (
 	EventRunFailed               = "run_failed"
 	EventRunTimedOut             = "run_timed_out"

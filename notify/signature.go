@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// SignatureHeader carries a body's signature (SPEC §11).
+// SignatureHeader carries a body's signature (CONTRACT §11).
 const SignatureHeader = "Tideline-Signature"
 
 // Sign returns the Tideline-Signature value for body sent at t:

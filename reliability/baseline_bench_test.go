@@ -117,7 +117,7 @@ type baselineClaim struct {
 
 // baselineBatch fires up to limit due schedules in one transaction.
 func baselineBatch(ctx context.Context, db *bun.DB, now time.Time, limit int) (int, error) {
-	pg := database.IsPostgres(db)
+	pg := database.Of(db).Name() == database.PostgreSQL
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err

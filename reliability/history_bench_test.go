@@ -20,7 +20,7 @@ import (
 	"github.com/tidelinehq/tideline/web"
 )
 
-// historyEvents is how deep the benchmark's audit stream is: SPEC §6 wants
+// historyEvents is how deep the benchmark's audit stream is: CONTRACT §6 wants
 // the page at sequence 1,000,000 to cost what the first page costs.
 const historyEvents = 1_000_000
 
@@ -79,7 +79,7 @@ func bulkAuditEvents(b testing.TB, db *bun.DB, scheduleULID string, n int) {
 	b.Helper()
 	ctx := context.Background()
 	var query string
-	if database.IsPostgres(db) {
+	if database.Of(db).Name() == database.PostgreSQL {
 		query = `INSERT INTO workflow_schedule_history_events
 			(id, workflow_schedule_id, sequence, event_type, payload, workflow_instance_id, workflow_run_id, recorded_at)
 			SELECT 'BULK' || lpad(g::text, 22, '0'), ?0, g + 1, 'ScheduleTriggered',

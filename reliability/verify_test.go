@@ -73,7 +73,7 @@ type instanceRow struct {
 
 // verifyExactlyOnce checks, from the database alone, that every schedule
 // whose ID starts with prefix fired each of its occurrences at most once
-// and lost none beyond the missed-fire policy (SPEC §4: a late fire is
+// and lost none beyond the missed-fire policy (CONTRACT §4: a late fire is
 // followed by Next(now); the occurrences it passed are dropped):
 //
 //   - one ScheduleTriggered event, one instance and one run per fired

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 	"unicode/utf8"
 
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Audit event types of SPEC §6.
+// Audit event types of CONTRACT §6.
 const (
 	EventScheduleCreated        = "ScheduleCreated"
 	EventSchedulePaused         = "SchedulePaused"
@@ -73,51 +72,6 @@ func (c *CommandContext) author() string {
 	return c.Source
 }
 
-// payloadKeys is the contract of SPEC §6: required keys, then optional ones.
-// Every key written must be listed; every required key must be present.
-var payloadKeys = map[string]struct{ required, optional []string }{
-	EventScheduleCreated:   {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}},
-	EventSchedulePaused:    {required: []string{"paused_at"}, optional: []string{"reason", "paused_until"}},
-	EventScheduleResumed:   {required: []string{"next_fire_at"}, optional: []string{"paused_until"}},
-	EventScheduleUpdated:   {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"}},
-	EventScheduleTriggered: {required: []string{"workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy", "trigger_number", "occurrence_time"}},
-	// occurrence_time names the skipped fire (absent for missed_occurrences,
-	// which covers first_missed_at..last_missed_at, missed_count of them).
-	EventScheduleTriggerSkipped: {required: []string{"reason", "skipped_trigger_count", "last_skipped_at"},
-		optional: []string{"occurrence_time", "missed_count", "first_missed_at", "last_missed_at"}},
-	EventScheduleDeleted: {required: []string{"reason", "deleted_at"}},
-}
-
-// validatePayload enforces payloadKeys. A violation is a programming error:
-// it aborts the transaction instead of writing an event readers can't trust.
-func validatePayload(eventType string, payload map[string]any) error {
-	keys, ok := payloadKeys[eventType]
-	if !ok {
-		return fmt.Errorf("audit: unknown event type %q", eventType)
-	}
-	allowed := map[string]bool{"command_context": true}
-	for _, k := range keys.required {
-		allowed[k] = true
-		if _, present := payload[k]; !present {
-			return fmt.Errorf("audit: %s payload misses key %q", eventType, k)
-		}
-	}
-	for _, k := range keys.optional {
-		allowed[k] = true
-	}
-	var unknown []string
-	for k := range payload {
-		if !allowed[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return fmt.Errorf("audit: %s payload has unknown keys %v", eventType, unknown)
-	}
-	return nil
-}
-
 // recorder appends audit events for one locked schedule inside one
 // transaction. The sequence comes from the schedule row's counter, which the
 // caller's row lock protects; the caller must save the schedule afterwards.
@@ -130,14 +84,12 @@ type recorder struct {
 	ended outcomes
 }
 
-func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType string, payload map[string]any, instanceID, runID string) error {
+func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, instanceID, runID string) error {
 	if !r.cc.empty() {
-		payload["command_context"] = r.cc
+		p.setContext(r.cc)
 	}
-	if err := validatePayload(eventType, payload); err != nil {
-		return err
-	}
-	body, err := json.Marshal(payload)
+	eventType := p.EventType()
+	body, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode %s payload: %w", eventType, err)
 	}
@@ -157,12 +109,4 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType str
 		ev.WorkflowRunID = &runID
 	}
 	return r.w.insertScheduleEvent(ctx, ev)
-}
-
-// timeOrNil renders an optional instant for a payload.
-func timeOrNil(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return FormatTime(*t)
 }

@@ -35,11 +35,19 @@ const (
 	BackfillPlanned  = "planned"
 )
 
+// Backfill report outcomes (BackfillReport.Outcome).
+const (
+	BackfillCompleted        = "completed"
+	BackfillDryRun           = "dry_run"
+	BackfillMaxRunsExhausted = "max_runs_exhausted" // the schedule is deleted
+	// BackfillInterrupted: a later batch failed; Results lists what the
+	// committed batches did.
+	BackfillInterrupted = "interrupted"
+)
+
 // BackfillReport is the answer to a backfill.
 type BackfillReport struct {
-	// completed | dry_run | max_runs_exhausted | interrupted (a later batch
-	// failed; Results lists what the committed batches did)
-	Outcome     string           `json:"outcome"`
+	Outcome     string           `json:"outcome"` // a Backfill… report outcome
 	Occurrences int              `json:"occurrences"`
 	Results     []BackfillResult `json:"results"`
 }
@@ -71,13 +79,13 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 		return nil, v
 	}
 	if !in.From.Before(in.To) {
-		return nil, &ValidationError{Code: "invalid_time_range", Fields: map[string]string{"to": "must be after from"}}
+		return nil, &ValidationError{Code: CodeInvalidTimeRange, Fields: map[string]string{"to": "must be after from"}}
 	}
 	if in.OverlapPolicy != "" && !validPolicy(in.OverlapPolicy) {
 		return nil, NewValidationError("overlap_policy", policyMessage())
 	}
 	if len(in.Only) > MaxBackfillOccurrences {
-		return nil, &ValidationError{Code: "backfill_too_large", Fields: map[string]string{"only": fmt.Sprintf("at most %d occurrences", MaxBackfillOccurrences)}}
+		return nil, &ValidationError{Code: CodeBackfillTooLarge, Fields: map[string]string{"only": fmt.Sprintf("at most %d occurrences", MaxBackfillOccurrences)}}
 	}
 	occurrences := func(sch *models.Schedule) ([]time.Time, error) {
 		compiled, err := Compile(sch.Spec)
@@ -93,7 +101,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 			times = slices.DeleteFunc(times, func(t time.Time) bool { return !keep[t.Unix()] })
 		}
 		if errors.Is(err, ErrTooManyOccurrences) {
-			return nil, &ValidationError{Code: "backfill_too_large", Fields: map[string]string{
+			return nil, &ValidationError{Code: CodeBackfillTooLarge, Fields: map[string]string{
 				"to": fmt.Sprintf("the window holds more than %d occurrences; split it", MaxBackfillOccurrences)}}
 		}
 		return times, err
@@ -105,7 +113,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 			return nil, err
 		}
 		if sch.Status == models.StatusDeleted {
-			return nil, conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+			return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 		}
 		times, err := occurrences(sch)
 		if err != nil {
@@ -131,7 +139,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 					exhausted = true
 					return errUnchanged
 				}
-				return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+				return conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 			}
 			if report == nil {
 				var err error
@@ -161,9 +169,9 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 					all = append(all, report.Results...)
 				}
 				all = append(all, batch...)
-				outcome := "completed"
+				outcome := BackfillCompleted
 				if sch.Status == models.StatusDeleted {
-					outcome = "max_runs_exhausted"
+					outcome = BackfillMaxRunsExhausted
 				}
 				rec.ended.note(backfillNotice(&sch.Schedule, in, outcome, all))
 			}
@@ -176,15 +184,15 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 			// Earlier batches are committed: say which, rather than fail as
 			// if nothing had started.
 			s.logger.Error("backfill stopped part-way", "schedule_id", scheduleID, "done", len(report.Results), "err", err)
-			report.Outcome = "interrupted"
+			report.Outcome = BackfillInterrupted
 			return report, nil
 		}
 		if report == nil {
-			report = &BackfillReport{Outcome: "completed", Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
+			report = &BackfillReport{Outcome: BackfillCompleted, Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
 		}
 		report.Results = append(report.Results, batch...)
 		if exhausted {
-			report.Outcome = "max_runs_exhausted"
+			report.Outcome = BackfillMaxRunsExhausted
 			break
 		}
 	}
@@ -197,7 +205,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 // query: the backfill IDs of consecutive occurrences form one range of the
 // (namespace, instance_id) index (see idRange).
 func (s *Service) backfillPlan(ctx context.Context, sch *models.Schedule, times []time.Time) (*BackfillReport, error) {
-	report := &BackfillReport{Outcome: "dry_run", Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
+	report := &BackfillReport{Outcome: BackfillDryRun, Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
 	if len(times) == 0 {
 		return report, nil
 	}

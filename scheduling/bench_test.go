@@ -350,7 +350,7 @@ func seedRuns(b *testing.B, db *bun.DB, prefix string, schedules, each int) {
 			b.Fatal(err)
 		}
 	}
-	if database.IsPostgres(db) {
+	if database.Of(db).Name() == database.PostgreSQL {
 		if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
 			b.Fatal(err)
 		}

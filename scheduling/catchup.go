@@ -8,7 +8,7 @@ import (
 )
 
 // SkipMissed is the skip reason of occurrences the missed-fire policy
-// dropped (SPEC §12): the scheduler was down, or they fell out of the
+// dropped (CONTRACT §12): the scheduler was down, or they fell out of the
 // catch-up window.
 const SkipMissed = "missed_occurrences"
 
@@ -94,9 +94,9 @@ func (s *Service) recordMissed(ctx context.Context, rec *recorder, sch *models.C
 	sch.SkippedTriggerCount += p.dropped
 	sch.LastSkipReason = &reason
 	sch.LastSkippedAt = ptrTime(rec.now)
-	err := rec.record(ctx, &sch.Schedule, EventScheduleTriggerSkipped, map[string]any{
-		"reason": reason, "skipped_trigger_count": sch.SkippedTriggerCount, "last_skipped_at": FormatTime(rec.now),
-		"missed_count": p.dropped, "first_missed_at": FormatTime(p.firstDropped), "last_missed_at": FormatTime(p.lastDropped),
+	err := rec.record(ctx, &sch.Schedule, &SkippedPayload{
+		Reason: reason, SkippedTriggerCount: sch.SkippedTriggerCount, LastSkippedAt: Instant(rec.now),
+		MissedCount: p.dropped, FirstMissedAt: InstantOf(&p.firstDropped), LastMissedAt: InstantOf(&p.lastDropped),
 	}, "", "")
 	if err != nil {
 		return err

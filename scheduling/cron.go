@@ -18,7 +18,7 @@ import (
 // the bound means something is wrong, not that the schedule is busy.
 const maxCronScan = 10_000
 
-// cronMacros are the @-shorthands SPEC §3 accepts, spelled as 5-field cron so
+// cronMacros are the @-shorthands CONTRACT §3 accepts, spelled as 5-field cron so
 // that they go through the same validation, evaluation and description.
 var cronMacros = map[string]string{
 	"@yearly":   "0 0 1 1 *",
@@ -433,7 +433,7 @@ func (c *cronPart) firesAtAll() bool {
 // earlier time across a transition), so it only ever sees "wall seconds": the
 // civil time of the zone written as if it were UTC, where every day has 24
 // hours. Each wall-clock match is then mapped to real instants by zoneCursor.resolve,
-// which applies SPEC §3: a time in a spring-forward gap is shifted later by the
+// which applies CONTRACT §3: a time in a spring-forward gap is shifted later by the
 // gap, a repeated time fires at its first occurrence (and at both when the
 // expression follows real time).
 //
@@ -615,7 +615,7 @@ func (c *cronPart) matchesWall(w int64) bool {
 }
 
 // WallOf says which wall-clock time of the spec's zone an occurrence stands
-// for (SPEC §3): normally its own local time; for a cron time skipped by a
+// for (CONTRACT §3): normally its own local time; for a cron time skipped by a
 // spring-forward gap, the skipped wall time and the gap it was shifted by;
 // repeated is true for the second pass of a fall-back hour. The occurrence
 // ledger shows these so that "why 03:30?" answers itself.

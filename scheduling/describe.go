@@ -19,21 +19,57 @@ var monthNames = [...]string{"", "January", "February", "March", "April", "May",
 
 var nthWords = [...]string{"", "first", "second", "third", "fourth", "fifth"}
 
-// describeSpec joins the parts in spec order. Each cron part names the zone,
-// since its times are wall times there; intervals do not depend on a zone.
-func describeSpec(c *CompiledSpec, spec models.Spec) string {
-	zone := spec.Timezone
-	if zone == "" {
-		zone = "UTC"
-	}
-	parts := make([]string, 0, len(c.crons)+len(c.intervals))
-	for _, p := range c.crons {
-		parts = append(parts, describeCron(p.expr)+" ("+zone+")")
-	}
-	for _, p := range c.intervals {
-		parts = append(parts, describeInterval(p))
+// SpecText is a spec described: its parts in spec order, and the zone the
+// cron parts' wall times are in. String is the API's spec_description, the
+// zone after each cron part; Sentence leaves the zone to the caller (the
+// console shows it once, or converts the times to another zone).
+type SpecText struct {
+	Parts []SpecPart
+	Zone  string
+}
+
+// SpecPart is one cron expression or interval described; Zoned says its
+// times are wall times in the spec's zone (a cron part), not epoch-aligned.
+type SpecPart struct {
+	Text  string
+	Zoned bool
+}
+
+// String joins the parts, each cron part naming the zone:
+// "At 02:30 every day (America/New_York); Every 15 minutes".
+func (t SpecText) String() string {
+	parts := make([]string, len(t.Parts))
+	for i, p := range t.Parts {
+		parts[i] = p.Text
+		if p.Zoned {
+			parts[i] += " (" + t.Zone + ")"
+		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Sentence joins the parts without the zone.
+func (t SpecText) Sentence() string {
+	parts := make([]string, len(t.Parts))
+	for i, p := range t.Parts {
+		parts[i] = p.Text
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeSpec describes the parts in spec order.
+func describeSpec(c *CompiledSpec, spec models.Spec) SpecText {
+	t := SpecText{Zone: spec.Timezone, Parts: make([]SpecPart, 0, len(c.crons)+len(c.intervals))}
+	if t.Zone == "" {
+		t.Zone = "UTC"
+	}
+	for _, p := range c.crons {
+		t.Parts = append(t.Parts, SpecPart{Text: describeCron(p.expr), Zoned: true})
+	}
+	for _, p := range c.intervals {
+		t.Parts = append(t.Parts, SpecPart{Text: describeInterval(p)})
+	}
+	return t
 }
 
 func describeInterval(p intervalPart) string {

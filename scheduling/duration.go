@@ -11,7 +11,7 @@ import (
 	"github.com/sosodev/duration"
 )
 
-// errCalendarUnit is the message SPEC §3 asks for when an interval uses months
+// errCalendarUnit is the message CONTRACT §3 asks for when an interval uses months
 // or years: their length depends on the calendar, which intervals ignore.
 var errCalendarUnit = errors.New("months and years have no fixed length; use a cron expression")
 

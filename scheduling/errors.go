@@ -30,10 +30,6 @@ type ValidationError struct {
 	Fields map[string]string
 }
 
-// CodeValidationFailed is the error code of field-level validation errors
-// (422), the one most other codes refine.
-const CodeValidationFailed = "validation_failed"
-
 // NewValidationError builds a validation_failed error for one field.
 func NewValidationError(field, message string) *ValidationError {
 	return &ValidationError{Code: CodeValidationFailed, Fields: map[string]string{field: message}}

@@ -125,9 +125,9 @@ func (s *Service) skip(ctx context.Context, rec *recorder, sch *models.ClaimedSc
 	if req.kind == kindManual {
 		instanceID = ""
 	}
-	err := rec.record(ctx, &sch.Schedule, EventScheduleTriggerSkipped, map[string]any{
-		"reason": reason, "skipped_trigger_count": sch.SkippedTriggerCount, "last_skipped_at": FormatTime(rec.now),
-		"occurrence_time": FormatTime(req.occurrence),
+	err := rec.record(ctx, &sch.Schedule, &SkippedPayload{
+		Reason: reason, SkippedTriggerCount: sch.SkippedTriggerCount, LastSkippedAt: Instant(rec.now),
+		OccurrenceTime: InstantOf(&req.occurrence),
 	}, instanceID, "")
 	return FireResult{Outcome: OutcomeSkipped, Reason: reason, BufferDepth: sch.BufferDepth}, err
 }
@@ -248,14 +248,14 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 		sch.RemainingActions = &remaining
 	}
 	s.remember(sch, models.RecentAction{Outcome: req.kind, InstanceID: req.instanceID, RunID: runID}, req, now)
-	if err := rec.record(ctx, &sch.Schedule, EventScheduleTriggered, map[string]any{
-		"workflow_instance_id": req.instanceID, "workflow_run_id": runID, "outcome": req.kind,
-		"effective_overlap_policy": req.policy, "trigger_number": triggerNumber, "occurrence_time": FormatTime(occurrence),
+	if err := rec.record(ctx, &sch.Schedule, &TriggeredPayload{
+		WorkflowInstanceID: req.instanceID, WorkflowRunID: runID, Outcome: req.kind,
+		EffectiveOverlapPolicy: req.policy, TriggerNumber: triggerNumber, OccurrenceTime: Instant(occurrence),
 	}, req.instanceID, runID); err != nil {
 		return FireResult{}, err
 	}
 	if sch.RemainingActions != nil && *sch.RemainingActions <= 0 {
-		if err := s.deleteLocked(ctx, rec, &sch.Schedule, "max_runs_exhausted"); err != nil {
+		if err := s.deleteLocked(ctx, rec, &sch.Schedule, DeleteMaxRunsExhausted); err != nil {
 			return FireResult{}, err
 		}
 	}
@@ -274,7 +274,7 @@ func (s *Service) Trigger(ctx context.Context, namespace, scheduleID, overridePo
 	var result FireResult
 	_, err := s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
 		if sch.Status == models.StatusDeleted {
-			return conflict("schedule_deleted", "schedule %q is deleted and cannot be triggered", scheduleID)
+			return conflict(CodeScheduleDeleted, "schedule %q is deleted and cannot be triggered", scheduleID)
 		}
 		policy := sch.OverlapPolicy
 		if overridePolicy != "" {

@@ -33,7 +33,7 @@ func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedul
 }
 
 // PauseFailing pauses the active schedules whose consecutive unsuccessful
-// runs reached their pause_after_failures (SPEC §10), as the scheduler,
+// runs reached their pause_after_failures (CONTRACT §10), as the scheduler,
 // with a reason naming the count and the last error. The loop runs it every
 // pass, before firing. Runs end without the schedule's lock (that would
 // make workers wait for, or deadlock with, the tick), so the pause is this

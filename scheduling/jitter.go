@@ -9,7 +9,7 @@ type Rand interface {
 }
 
 // Jitter returns a uniformly random delay of whole seconds in [0, maxSeconds]
-// (both ends included, as SPEC §3 says). It is drawn afresh by the caller at
+// (both ends included, as CONTRACT §3 says). It is drawn afresh by the caller at
 // every computation of a next fire; zero or less means no jitter.
 func Jitter(r Rand, maxSeconds int) time.Duration {
 	if maxSeconds <= 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Fates of an occurrence in the ledger (SPEC §12).
+// Fates of an occurrence in the ledger (CONTRACT §12).
 const (
 	FateStarted       = "started"        // a run exists for it (scheduled, drained or backfilled)
 	FateSkipped       = "skipped"        // a fire was attempted and skipped (reason)
@@ -82,7 +82,7 @@ type ledgerState struct {
 }
 
 // Ledger lists the canonical occurrences of a schedule in a window with
-// what became of each (SPEC §12). Nothing is stored per occurrence: the
+// what became of each (CONTRACT §12). Nothing is stored per occurrence: the
 // occurrences come from the spec in force at each moment (ScheduleCreated
 // and ScheduleUpdated carry it), their fates from the deterministic
 // instance IDs (runs and skips are looked up by ID range), the current
@@ -103,7 +103,7 @@ func (s *Service) Ledger(ctx context.Context, namespace, scheduleID string, q Le
 		from = q.From.UTC()
 	}
 	if !from.Before(to) {
-		return nil, &ValidationError{Code: "invalid_time_range", Fields: map[string]string{"from": "must be before to"}}
+		return nil, &ValidationError{Code: CodeInvalidTimeRange, Fields: map[string]string{"from": "must be before to"}}
 	}
 	limit := q.Limit
 	if limit <= 0 || limit > MaxLedgerPage {
@@ -117,7 +117,7 @@ func (s *Service) Ledger(ctx context.Context, namespace, scheduleID string, q Le
 	if q.Cursor != "" {
 		c, err := strconv.ParseInt(q.Cursor, 10, 64)
 		if err != nil || c < minUnix || c > maxUnix {
-			return nil, &ValidationError{Code: "invalid_cursor", Fields: map[string]string{"cursor": "must be the next_cursor of a previous page"}}
+			return nil, &ValidationError{Code: CodeInvalidCursor, Fields: map[string]string{"cursor": "must be the next_cursor of a previous page"}}
 		}
 		cursor = max(cursor, c)
 	}
@@ -294,9 +294,7 @@ func (s *Service) ledgerFates(ctx context.Context, sch *models.Schedule, occ []O
 			return err
 		}
 		for _, e := range skipped {
-			var p struct {
-				Reason string `json:"reason"`
-			}
+			var p SkippedPayload
 			_ = json.Unmarshal(e.Payload, &p)
 			skips[*e.WorkflowInstanceID] = p.Reason // in sequence order: the last one wins
 		}

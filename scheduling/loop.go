@@ -125,7 +125,7 @@ func (l *Loop) Start(ctx context.Context) {
 func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
 	svc := l.Service
 	for {
-		started := time.Now()
+		started := svc.clock.Now()
 		res, err := l.RunOnce(ctx)
 		if ctx.Err() != nil {
 			return // stopping: a pass cut short is not a failure
@@ -133,18 +133,19 @@ func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog
 		if err != nil {
 			logger.Error("scheduling pass failed", "err", err)
 		}
+		took := svc.clock.Now().Sub(started)
 		if n := len(res.Rows); n > 0 {
-			logger.Debug("scheduling pass", "rows", n, "expired_runs", res.Expired, "took", time.Since(started))
+			logger.Debug("scheduling pass", "rows", n, "expired_runs", res.Expired, "took", took)
 		}
 		if l.OnPass != nil {
-			l.OnPass(res, time.Since(started), err)
+			l.OnPass(res, took, err)
 		}
-		wait := period - time.Since(started)
+		wait := period - took
 		now := svc.now()
 		if at, ok, err := models.NextFireInstant(ctx, svc.db, now, now.Add(period)); err == nil && ok {
 			wait = min(wait, at.Sub(now))
 		}
-		if !sleep(ctx, wait) {
+		if !sleep(ctx, l.Service.clock, wait) {
 			return
 		}
 	}
@@ -162,7 +163,7 @@ func (l *Loop) notifyEvery(ctx context.Context, period time.Duration, logger *sl
 		if err != nil {
 			logger.Error("notification pass failed", "err", err)
 		}
-		if sent < DefaultDispatchLimit && !sleep(ctx, period) {
+		if sent < DefaultDispatchLimit && !sleep(ctx, l.Service.clock, period) {
 			return
 		}
 	}
@@ -185,15 +186,15 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 			if ctx.Err() == nil {
 				logger.Error("find the next instant to prepare", "err", err)
 			}
-			sleep(ctx, period)
+			sleep(ctx, l.Service.clock, period)
 			continue
 		}
 		if !ok {
-			sleep(ctx, period)
+			sleep(ctx, l.Service.clock, period)
 			continue
 		}
 		if wait := at.Add(-prepareLead(due, rate, l.Ahead)).Sub(now); wait > 0 {
-			sleep(ctx, min(wait, period)) // look again: more may come due at it
+			sleep(ctx, l.Service.clock, min(wait, period)) // look again: more may come due at it
 			continue
 		}
 		handled = at
@@ -214,7 +215,7 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 			if left <= 0 {
 				break
 			}
-			sleep(ctx, min(left, period))
+			sleep(ctx, l.Service.clock, min(left, period))
 		}
 		if ctx.Err() != nil {
 			_ = p.Rollback()
@@ -252,21 +253,6 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// sleep waits for d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Stop ends the loop and waits for the current pass; calling it twice, or

@@ -49,11 +49,16 @@ func TestLoopStartsAndStops(t *testing.T) {
 	f.create(cronInput("loop", "0 * * * *"))
 	f.clock.Set(time.Date(2026, 7, 16, 13, 0, 0, 0, time.UTC))
 
-	passes := make(chan scheduling.LoopResult, 16)
+	// The passes are reported on a channel and checked here: a failed
+	// require in the loop's goroutine would not stop the test.
+	type pass struct {
+		res scheduling.LoopResult
+		err error
+	}
+	passes := make(chan pass, 16)
 	loop := &scheduling.Loop{Service: f.svc, Period: 10 * time.Millisecond, OnPass: func(r scheduling.LoopResult, _ time.Duration, err error) {
-		require.NoError(t, err)
 		select {
-		case passes <- r:
+		case passes <- pass{r, err}:
 		default:
 		}
 	}}
@@ -64,8 +69,10 @@ func TestLoopStartsAndStops(t *testing.T) {
 	var fired []scheduling.TickRow
 	for len(fired) == 0 {
 		select {
-		case r := <-passes:
-			fired = append(fired, r.Rows...)
+		case p := <-passes:
+			require.NoError(t, p.err)
+			fired = append(fired, p.res.Rows...)
+			f.clock.Advance(10 * time.Millisecond) // the next pass, by the loop's clock
 		case <-ctx.Done():
 			t.Fatal("the loop never fired the due schedule")
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/tidelinehq/tideline/notify"
 )
 
-// Bounds of notifier input (SPEC §11): each notice is fanned out to every
+// Bounds of notifier input (CONTRACT §11): each notice is fanned out to every
 // notifier of its namespace inside the fact's transaction, so both the
 // number of notifiers and what each one matches on stay small.
 const (
@@ -54,7 +54,7 @@ type NotifierResult struct {
 }
 
 func notifierNotFound(namespace, name string) error {
-	return &NotFoundError{Code: "notifier_not_found", Message: fmt.Sprintf("notifier %q not found in namespace %q", name, namespace)}
+	return &NotFoundError{Code: CodeNotifierNotFound, Message: fmt.Sprintf("notifier %q not found in namespace %q", name, namespace)}
 }
 
 // validateNotifier checks a notifier as it would be stored.
@@ -132,11 +132,11 @@ func (s *Service) CreateNotifier(ctx context.Context, namespace string, in Notif
 			return err
 		}
 		if count >= MaxNotifiersPerNamespace {
-			return conflict("too_many_notifiers", "namespace %q has %d notifiers, the most allowed", namespace, MaxNotifiersPerNamespace)
+			return conflict(CodeTooManyNotifiers, "namespace %q has %d notifiers, the most allowed", namespace, MaxNotifiersPerNamespace)
 		}
 		err = models.InsertNotifier(ctx, tx, n)
-		if err != nil && database.IsUniqueViolation(err) {
-			return conflict("notifier_already_exists", "notifier %q already exists in namespace %q", n.Name, namespace)
+		if err != nil && database.Of(tx).IsUniqueViolation(err) {
+			return conflict(CodeNotifierAlreadyExists, "notifier %q already exists in namespace %q", n.Name, namespace)
 		}
 		return err
 	})

@@ -16,7 +16,7 @@ import (
 )
 
 // DefaultLateAfter is how late a fire may be before it is reported
-// (fire_late, SPEC §11 --late-after).
+// (fire_late, CONTRACT §11 --late-after).
 const DefaultLateAfter = 60 * time.Second
 
 // notice is one fact worth a notification, collected in the transaction
@@ -215,7 +215,7 @@ func (s *Service) noteLateFire(rec *recorder, sch *models.ClaimedSchedule, run *
 	})
 }
 
-// noteMissedOccurrences is the hook for the missed-fire policy (SPEC §12):
+// noteMissedOccurrences is the hook for the missed-fire policy (CONTRACT §12):
 // where a tick records ScheduleTriggerSkipped{reason: missed_occurrences}
 // for count dropped occurrences, it calls this in the same transaction so
 // that occurrences_missed is delivered with the fact.

@@ -63,7 +63,7 @@ type Prepared struct {
 }
 
 // CanPrepare reports whether the database supports preparing fires ahead.
-func (s *Service) CanPrepare() bool { return database.IsPostgres(s.db) }
+func (s *Service) CanPrepare() bool { return database.Of(s.db).CanFireAhead() }
 
 // NextFireInstant is the earliest instant after after and no later than
 // until at which an active schedule is due, and how many are due at it.

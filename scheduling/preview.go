@@ -10,6 +10,7 @@ import (
 // SpecPreview is what the create form shows while the operator types.
 type SpecPreview struct {
 	Description string
+	Text        SpecText // Description in parts, the zone apart
 	FireTimes   []time.Time
 }
 
@@ -31,5 +32,5 @@ func PreviewSpec(spec models.Spec, after time.Time, count int) (*SpecPreview, er
 	if err := v.OrNil(); err != nil {
 		return nil, err
 	}
-	return &SpecPreview{Description: compiled.Description(), FireTimes: compiled.Preview(after, count)}, nil
+	return &SpecPreview{Description: compiled.Description(), Text: compiled.Text(), FireTimes: compiled.Preview(after, count)}, nil
 }

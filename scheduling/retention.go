@@ -9,7 +9,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Retention keeps the tables flat under steady firing (SPEC §13): finished
+// Retention keeps the tables flat under steady firing (CONTRACT §13): finished
 // runs (with their history and instances) and settled notification
 // deliveries older than KeepRuns are deleted,
 // and deleted schedules with their whole stream PurgeDeletedAfter their

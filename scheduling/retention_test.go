@@ -71,7 +71,7 @@ func (f *fixture) eventsAll(id string) []models.ScheduleEvent {
 	var out []models.ScheduleEvent
 	after := int64(0)
 	for {
-		page, err := f.svc.History(f.ctx, "default", id, after, 500)
+		page, err := f.svc.History(f.ctx, "default", id, scheduling.HistoryQuery{AfterSequence: after, Limit: 500})
 		require.NoError(f.t, err)
 		out = append(out, page.Events...)
 		if page.NextCursor == nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Retry policy bounds (SPEC §10).
+// Retry policy bounds (CONTRACT §10).
 const (
 	MaxRetryAttempts       = 100
 	MaxRetryIntervalSecond = 86400

@@ -153,7 +153,7 @@ func (s *Service) terminate(ctx context.Context, tx bun.IDB, out *outcomes, now 
 }
 
 func runNotFound(namespace, runID string) error {
-	return &NotFoundError{Code: "run_not_found", Message: fmt.Sprintf("run %q not found in namespace %q", runID, namespace)}
+	return &NotFoundError{Code: CodeRunNotFound, Message: fmt.Sprintf("run %q not found in namespace %q", runID, namespace)}
 }
 
 // GetRun returns a run of the namespace.

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -43,7 +44,7 @@ type Config struct {
 	// BackfillBatch is how many occurrences one backfill transaction
 	// starts at most; DefaultBackfillBatch if zero.
 	BackfillBatch int
-	// Notify configures notifications (SPEC §11).
+	// Notify configures notifications (CONTRACT §11).
 	Notify NotifyConfig
 }
 
@@ -92,7 +93,7 @@ func (s *Service) DB() *bun.DB { return s.db }
 func (s *Service) now() time.Time { return utcMicro(s.clock.Now()) }
 
 func scheduleNotFound(namespace, scheduleID string) error {
-	return &NotFoundError{Code: "schedule_not_found", Message: fmt.Sprintf("schedule %q not found in namespace %q", scheduleID, namespace)}
+	return &NotFoundError{Code: CodeScheduleNotFound, Message: fmt.Sprintf("schedule %q not found in namespace %q", scheduleID, namespace)}
 }
 
 func conflict(code, format string, args ...any) error {
@@ -135,9 +136,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
 	}
-	if in.Namespace == "" {
-		in.Namespace = "default"
-	}
+	in.Namespace = NamespaceOr(in.Namespace)
 	if in.ScheduleID == "" {
 		in.ScheduleID = "sch-" + strings.ToLower(s.ids.newAt(now))
 	}
@@ -146,7 +145,7 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
-		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		v.Add("namespace", NamespaceRule)
 	}
 	if !ValidScheduleID(in.ScheduleID) {
 		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")
@@ -199,24 +198,24 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 	s.scheduleNext(sch, compiled, now)
 	if sch.NextFireAt == nil {
-		return nil, &ValidationError{Code: "spec_never_fires", Fields: map[string]string{"spec": "has no future fire time"}}
+		return nil, &ValidationError{Code: CodeSpecNeverFires, Fields: map[string]string{"spec": "has no future fire time"}}
 	}
 
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := models.GetSchedule(ctx, tx, sch.Namespace, sch.ScheduleID); err == nil {
-			return conflict("schedule_already_exists", "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
+			return conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if err := models.InsertSchedule(ctx, tx, sch); err != nil {
-			if database.IsUniqueViolation(err) {
-				return conflict("schedule_already_exists", "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
+			if database.Of(tx).IsUniqueViolation(err) {
+				return conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q", sch.ScheduleID, sch.Namespace)
 			}
 			return err
 		}
 		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: cc}
-		if err := rec.record(ctx, sch, EventScheduleCreated, map[string]any{
-			"spec": sch.Spec, "action": sch.Action, "overlap_policy": sch.OverlapPolicy, "next_fire_at": timeOrNil(sch.NextFireAt),
+		if err := rec.record(ctx, sch, &CreatedPayload{
+			Spec: sch.Spec, Action: sch.Action, OverlapPolicy: sch.OverlapPolicy, NextFireAt: InstantOf(sch.NextFireAt),
 		}, "", ""); err != nil {
 			return err
 		}
@@ -315,7 +314,7 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 type PauseInput struct {
 	Reason string
 	// Until, when set, must be in the future; the loop resumes the schedule
-	// then (SPEC §12).
+	// then (CONTRACT §12).
 	Until *time.Time
 }
 
@@ -339,9 +338,9 @@ func (s *Service) Pause(ctx context.Context, namespace, scheduleID string, in Pa
 	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
 		switch sch.Status {
 		case models.StatusDeleted:
-			return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+			return conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 		case models.StatusPaused:
-			return conflict("schedule_not_active", "schedule %q is already paused", scheduleID)
+			return conflict(CodeScheduleNotActive, "schedule %q is already paused", scheduleID)
 		}
 		return s.pauseLocked(ctx, rec, &sch.Schedule, in)
 	})
@@ -354,20 +353,19 @@ func (s *Service) pauseLocked(ctx context.Context, rec *recorder, sch *models.Sc
 	sch.PausedAt = ptrTime(rec.now)
 	sch.NextFireAt, sch.NextNominalAt = nil, nil
 	sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil
-	payload := map[string]any{"paused_at": FormatTime(rec.now)}
+	payload := &PausedPayload{PausedAt: Instant(rec.now), Reason: in.Reason}
 	if in.Reason != "" {
 		sch.PauseReason = &in.Reason
-		payload["reason"] = in.Reason
 	}
 	if in.Until != nil {
 		until := utcMicro(*in.Until)
 		sch.PausedUntil = &until
-		payload["paused_until"] = FormatTime(until)
+		payload.PausedUntil = InstantOf(&until)
 	}
 	if by := rec.cc.author(); by != "" {
 		sch.PausedBy = &by
 	}
-	return rec.record(ctx, sch, EventSchedulePaused, payload, "", "")
+	return rec.record(ctx, sch, payload, "", "")
 }
 
 // Resume restarts a paused schedule from now: occurrences missed while it
@@ -376,9 +374,9 @@ func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *
 	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, _ bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
 		switch sch.Status {
 		case models.StatusDeleted:
-			return conflict("schedule_deleted", "schedule %q is deleted", scheduleID)
+			return conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 		case models.StatusActive:
-			return conflict("schedule_not_paused", "schedule %q is not paused", scheduleID)
+			return conflict(CodeScheduleNotPaused, "schedule %q is not paused", scheduleID)
 		}
 		return s.resumeLocked(ctx, rec, &sch.Schedule, nil)
 	})
@@ -394,11 +392,7 @@ func (s *Service) resumeLocked(ctx context.Context, rec *recorder, sch *models.S
 	sch.Status = models.StatusActive
 	sch.PausedAt, sch.PauseReason, sch.PausedBy, sch.PausedUntil = nil, nil, nil, nil
 	s.scheduleNext(sch, compiled, rec.now)
-	payload := map[string]any{"next_fire_at": timeOrNil(sch.NextFireAt)}
-	if until != nil {
-		payload["paused_until"] = FormatTime(*until)
-	}
-	return rec.record(ctx, sch, EventScheduleResumed, payload, "", "")
+	return rec.record(ctx, sch, &ResumedPayload{NextFireAt: InstantOf(sch.NextFireAt), PausedUntil: InstantOf(until)}, "", "")
 }
 
 // Delete soft-deletes a schedule. Deleting a deleted schedule changes
@@ -408,7 +402,7 @@ func (s *Service) Delete(ctx context.Context, namespace, scheduleID string, cc *
 		if sch.Status == models.StatusDeleted {
 			return errUnchanged
 		}
-		return s.deleteLocked(ctx, rec, &sch.Schedule, "deleted")
+		return s.deleteLocked(ctx, rec, &sch.Schedule, DeleteByRequest)
 	})
 }
 
@@ -418,7 +412,7 @@ func (s *Service) deleteLocked(ctx context.Context, rec *recorder, sch *models.S
 	sch.NextFireAt, sch.NextNominalAt = nil, nil
 	sch.BufferedActions = []models.BufferedAction{}
 	sch.BufferDepth = 0
-	return rec.record(ctx, sch, EventScheduleDeleted, map[string]any{"reason": reason, "deleted_at": FormatTime(rec.now)}, "", "")
+	return rec.record(ctx, sch, &DeletedPayload{Reason: reason, DeletedAt: Instant(rec.now)}, "", "")
 }
 
 // Get returns a schedule in any status, including deleted ones.
@@ -438,6 +432,8 @@ type Description struct {
 	Schedule        *models.Schedule
 	FutureFireTimes []time.Time // next 5 canonical fire times
 	SpecDescription string
+	// SpecText is SpecDescription in parts, the zone apart.
+	SpecText SpecText
 }
 
 // Describe returns a live (not deleted) schedule with its next fire times.
@@ -457,9 +453,10 @@ func (s *Service) describe(sch *models.Schedule) *Description {
 	compiled, err := Compile(sch.Spec)
 	if err != nil {
 		d.SpecDescription = "invalid spec: " + err.Error()
+		d.SpecText = SpecText{Parts: []SpecPart{{Text: d.SpecDescription}}, Zone: cmp.Or(sch.Spec.Timezone, "UTC")}
 		return d
 	}
-	d.SpecDescription = compiled.Description()
+	d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()
 	if sch.Status != models.StatusDeleted {
 		d.FutureFireTimes = compiled.Preview(s.now(), 5)
 	}

@@ -60,7 +60,7 @@ func (f *fixture) get(id string) *models.Schedule {
 // events returns the audit stream of a schedule.
 func (f *fixture) events(id string) []models.ScheduleEvent {
 	f.t.Helper()
-	page, err := f.svc.History(f.ctx, "default", id, 0, 500)
+	page, err := f.svc.History(f.ctx, "default", id, scheduling.HistoryQuery{AfterSequence: 0, Limit: 500})
 	require.NoError(f.t, err)
 	return page.Events
 }
@@ -399,7 +399,7 @@ func TestNamespaceIsolation(t *testing.T) {
 
 		_, err = f.svc.Get(f.ctx, "team-c", "same-id")
 		require.ErrorIs(t, err, scheduling.ErrNotFound)
-		_, err = f.svc.History(f.ctx, "default", "same-id", 0, 10)
+		_, err = f.svc.History(f.ctx, "default", "same-id", scheduling.HistoryQuery{AfterSequence: 0, Limit: 10})
 		require.ErrorIs(t, err, scheduling.ErrNotFound)
 
 		page, err := f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "team-b"})
@@ -424,7 +424,7 @@ func TestHistoryPaging(t *testing.T) {
 		var seqs []int64
 		after := int64(0)
 		for {
-			page, err := f.svc.History(f.ctx, "default", "h", after, 4)
+			page, err := f.svc.History(f.ctx, "default", "h", scheduling.HistoryQuery{AfterSequence: after, Limit: 4})
 			require.NoError(t, err)
 			for _, e := range page.Events {
 				seqs = append(seqs, e.Sequence)
@@ -441,11 +441,11 @@ func TestHistoryPaging(t *testing.T) {
 		require.Equal(t, []any{int64(4), int64(8), nil}, cursors)
 		require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, seqs)
 
-		page, err := f.svc.History(f.ctx, "default", "h", 0, 0)
+		page, err := f.svc.History(f.ctx, "default", "h", scheduling.HistoryQuery{AfterSequence: 0, Limit: 0})
 		require.NoError(t, err)
 		require.Len(t, page.Events, 1, "limit is clamped up to 1")
 		require.Equal(t, 500, scheduling.ClampHistoryLimit(99999))
-		_, err = f.svc.History(f.ctx, "default", "h", -3, 10)
+		_, err = f.svc.History(f.ctx, "default", "h", scheduling.HistoryQuery{AfterSequence: -3, Limit: 10})
 		var v *scheduling.ValidationError
 		require.ErrorAs(t, err, &v)
 		require.Equal(t, "invalid_after_sequence", v.Code)

@@ -25,7 +25,7 @@ const (
 // CompiledSpec is a validated schedule spec that computes fire times. It is
 // pure (no clock, no I/O) and safe for concurrent use.
 //
-// DST (SPEC §3), for cron expressions evaluated in the spec's timezone:
+// DST (CONTRACT §3), for cron expressions evaluated in the spec's timezone:
 //   - a wall time skipped by a spring-forward gap fires once, shifted later by
 //     the gap (02:30 in New York on 2026-03-08 fires at 03:30 EDT);
 //   - a wall time repeated by a fall-back fires once, at its first occurrence,
@@ -39,6 +39,7 @@ type CompiledSpec struct {
 	crons       []*cronPart
 	intervals   []intervalPart
 	description string
+	text        SpecText
 }
 
 // intervalPart fires at Unix epoch + offset + k·every, whole seconds.
@@ -89,11 +90,12 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 	}
 	if len(verr.Fields) > 0 {
 		if len(never) == len(verr.Fields) {
-			verr.Code = "spec_never_fires"
+			verr.Code = CodeSpecNeverFires
 		}
 		return nil, verr
 	}
-	c.description = describeSpec(c, spec)
+	c.text = describeSpec(c, spec)
+	c.description = c.text.String()
 	return c, nil
 }
 
@@ -173,7 +175,7 @@ func compileInterval(iv models.Interval, field string, verr *ValidationError) (i
 	return intervalPart{every: int64(every / time.Second), offset: int64(offset / time.Second)}, ok
 }
 
-// parseSpecDuration accepts only the ISO-8601 form SPEC §3 stores; for a human
+// parseSpecDuration accepts only the ISO-8601 form CONTRACT §3 stores; for a human
 // form it names the ISO spelling, so the fix is obvious.
 func parseSpecDuration(s string) (time.Duration, error) {
 	text := strings.TrimSpace(s)
@@ -287,6 +289,10 @@ func (c *CompiledSpec) Preview(after time.Time, n int) []time.Time {
 
 // Description is a human summary, e.g. "At 02:30 every day (America/New_York)".
 func (c *CompiledSpec) Description() string { return c.description }
+
+// Text is the description in parts, with the zone apart, for a view that
+// names the zone once.
+func (c *CompiledSpec) Text() SpecText { return c.text }
 
 // Location is the zone cron expressions are evaluated in (UTC when the spec
 // names none).

@@ -42,7 +42,7 @@ const fuzzWindow = 2 * 24 * time.Hour
 // FuzzNext checks the invariants of Next for generated expressions, zones and
 // instants against a brute-force oracle built only on Go's tz database:
 // Next(after) > after; it is the first instant after `after` at which the
-// expression fires under SPEC §3 (so nothing is skipped); and Next of that is
+// expression fires under CONTRACT §3 (so nothing is skipped); and Next of that is
 // later still. Run longer with: go test ./scheduling -fuzz FuzzNext -run '^$'
 func FuzzNext(f *testing.F) {
 	for i := range 48 {
@@ -136,7 +136,7 @@ func (o *fireOracle) firstAfter(after, end time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// fires applies SPEC §3 literally to instant m:
+// fires applies CONTRACT §3 literally to instant m:
 //   - its wall time matches and this is its first occurrence (or any
 //     occurrence, for an expression that follows real time); or
 //   - it is where a matching wall time that does not exist (a spring-forward

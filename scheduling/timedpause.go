@@ -10,7 +10,7 @@ import (
 )
 
 // ResumeDue resumes the paused schedules whose paused_until has come
-// (SPEC §12), as the scheduler: ScheduleResumed with command_context.source
+// (CONTRACT §12), as the scheduler: ScheduleResumed with command_context.source
 // scheduler, the next fire computed from now like any resume (the paused
 // occurrences are not caught up; the ledger shows them as paused). The loop
 // runs it every pass before firing. Several replicas may run it at once:
@@ -59,7 +59,7 @@ func (s *Service) resumeBatch(ctx context.Context, limit int, resumed *[]string)
 	return n, err
 }
 
-// Pause-until presets of the console (SPEC §12).
+// Pause-until presets of the console (CONTRACT §12).
 const (
 	PauseForHour      = "1h"
 	PauseTillTomorrow = "tomorrow_0900"

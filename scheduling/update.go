@@ -57,9 +57,9 @@ func (s *Service) Update(ctx context.Context, namespace, scheduleID string, in U
 		if len(changed) == 0 {
 			return errUnchanged
 		}
-		return rec.record(ctx, &sch.Schedule, EventScheduleUpdated, map[string]any{
-			"changed_fields": changed, "spec": sch.Spec, "action": sch.Action,
-			"overlap_policy": sch.OverlapPolicy, "next_fire_at": timeOrNil(sch.NextFireAt),
+		return rec.record(ctx, &sch.Schedule, &UpdatedPayload{
+			ChangedFields: changed, Spec: sch.Spec, Action: sch.Action,
+			OverlapPolicy: sch.OverlapPolicy, NextFireAt: InstantOf(sch.NextFireAt),
 		}, "", "")
 	})
 }
@@ -102,15 +102,13 @@ func (s *Service) PlanUpdate(ctx context.Context, namespace, scheduleID string, 
 // they are the same functions Create calls.
 func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Schedule, error) {
 	now := s.now()
-	if in.Namespace == "" {
-		in.Namespace = "default"
-	}
+	in.Namespace = NamespaceOr(in.Namespace)
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
 	}
 	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
-		v.Add("namespace", "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'")
+		v.Add("namespace", NamespaceRule)
 	}
 	if in.ScheduleID != "" && !ValidScheduleID(in.ScheduleID) {
 		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")
@@ -146,7 +144,7 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 	}
 	if in.ScheduleID != "" {
 		if _, err := models.GetSchedule(ctx, s.db, in.Namespace, in.ScheduleID); err == nil {
-			return nil, conflict("schedule_already_exists", "schedule %q already exists in namespace %q (deleted schedules keep their ID)", in.ScheduleID, in.Namespace)
+			return nil, conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q (deleted schedules keep their ID)", in.ScheduleID, in.Namespace)
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
 		}
@@ -159,7 +157,7 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 // an update but the write, shared by Update and the plans.
 func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Time) ([]string, error) {
 	if sch.Status == models.StatusDeleted {
-		return nil, conflict("schedule_deleted", "schedule %q is deleted and cannot be updated", sch.ScheduleID)
+		return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted and cannot be updated", sch.ScheduleID)
 	}
 	v := &ValidationError{Code: CodeValidationFailed}
 	var compiled *CompiledSpec
@@ -295,7 +293,7 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 		}
 		s.scheduleNext(sch, compiled, now)
 		if sch.NextFireAt == nil {
-			return nil, &ValidationError{Code: "spec_never_fires", Fields: map[string]string{"spec": "has no future fire time"}}
+			return nil, &ValidationError{Code: CodeSpecNeverFires, Fields: map[string]string{"spec": "has no future fire time"}}
 		}
 		if sch.Status != models.StatusActive {
 			// Paused: the check above still holds; resume computes the fire.

@@ -9,7 +9,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Overlap policies of SPEC §5.
+// Overlap policies of CONTRACT §5.
 const (
 	OverlapSkip           = "skip"
 	OverlapBufferOne      = "buffer_one"
@@ -39,10 +39,33 @@ var (
 	labelKeyPattern   = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,63}$`)
 )
 
-// ValidNamespace reports whether name follows SPEC §1's namespace rule.
+// DefaultNamespace is the namespace of a request that names none.
+const DefaultNamespace = "default"
+
+// NamespaceRule says in words what ValidNamespace accepts; every surface
+// reports a bad namespace with it.
+const NamespaceRule = "must be 1-128 characters of a-z, 0-9, '.', '_' or '-'"
+
+// ValidNamespace reports whether name follows CONTRACT §1's namespace rule.
 func ValidNamespace(name string) bool { return namespacePattern.MatchString(name) }
 
-// ValidScheduleID reports whether id follows SPEC §2's schedule ID rule.
+// CheckNamespace is ValidNamespace as a field-level validation error.
+func CheckNamespace(name string) error {
+	if !ValidNamespace(name) {
+		return NewValidationError("namespace", NamespaceRule)
+	}
+	return nil
+}
+
+// NamespaceOr is name, or DefaultNamespace when name is empty.
+func NamespaceOr(name string) string {
+	if name == "" {
+		return DefaultNamespace
+	}
+	return name
+}
+
+// ValidScheduleID reports whether id follows CONTRACT §2's schedule ID rule.
 // "." and ".." are refused: browsers and proxies resolve them out of URL
 // paths, so such a schedule could never be addressed.
 func ValidScheduleID(id string) bool {
@@ -77,7 +100,7 @@ func validateAction(v *ValidationError, a models.Action) {
 	validateRetryPolicy(v, a.RetryPolicy)
 }
 
-// MaxPauseAfterFailures bounds pause_after_failures (SPEC §10).
+// MaxPauseAfterFailures bounds pause_after_failures (CONTRACT §10).
 const MaxPauseAfterFailures = 100
 
 // MaxStartDeadlineSeconds bounds start_deadline_seconds: a week.

@@ -37,7 +37,7 @@ type Moment struct {
 	Relative string
 }
 
-// HealthView is how a schedule's finished runs went (SPEC §10).
+// HealthView is how a schedule's finished runs went (CONTRACT §10).
 type HealthView struct {
 	LastStatus  string // status of the last finished run; "" = none yet
 	LastAt      Moment
@@ -77,7 +77,7 @@ type FieldChange struct {
 }
 
 // OverlapPolicies are the values of overlap_policy, in the order a select
-// offers them (SPEC §2).
+// offers them (CONTRACT §2).
 var OverlapPolicies = []string{"skip", "buffer_one", "buffer_all", "allow_all", "cancel_other", "terminate_other"}
 
 // humanize turns an enum value into words: "overlap_policy_skip" → "overlap policy skip".

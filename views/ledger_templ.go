@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import "strconv"
 
-// LedgerView is the occurrence ledger on the schedule page (SPEC §12): a
+// LedgerView is the occurrence ledger on the schedule page (CONTRACT §12): a
 // heatmap of the window, a legend with counts, and the same facts as a
 // table of the occurrences that did not start, so it reads without colour
 // and without JS.

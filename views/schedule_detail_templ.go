@@ -9,7 +9,7 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-// ScheduleDetailView is everything describe returns (SPEC §4), formatted.
+// ScheduleDetailView is everything describe returns (CONTRACT §4), formatted.
 // Empty strings render as "—".
 type ScheduleDetailView struct {
 	ID               string // internal ULID

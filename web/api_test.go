@@ -117,7 +117,7 @@ func TestAPIScheduleLifecycle(t *testing.T) {
 			"labels", "memo", "search_attributes", "note", "fires_count", "failures_count", "skipped_trigger_count",
 			"last_skip_reason", "last_skipped_at", "next_fire_at", "last_fired_at", "latest_instance_id", "latest_run_id",
 			"buffered_actions", "recent_actions", "paused_at", "deleted_at", "created_at", "updated_at"} {
-			require.Contains(t, s, field, "describe has every SPEC §2 field")
+			require.Contains(t, s, field, "describe has every CONTRACT §2 field")
 		}
 
 		got := f.must(200, "GET", v2+"/schedules/daily-sync", "")

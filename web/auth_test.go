@@ -56,7 +56,7 @@ func (s *securedServer) as(role string) []string {
 	return []string{"Authorization", "Bearer " + s.tokens[role]}
 }
 
-// apiPermissions is the contract of SPEC §9, written independently of
+// apiPermissions is the contract of CONTRACT §9, written independently of
 // routes.go: every API route and the role it needs.
 var apiPermissions = map[string]string{
 	"GET /schedules":                          "read",

@@ -958,7 +958,9 @@ func TestConsoleHistory(t *testing.T) {
 		bf := c.api.must(200, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-06T00:00:00Z"}`)
 		require.EqualValues(t, 120, bf["occurrences"])
 
-		doc := c.page200("/waterline/schedules/h/history")
+		// Oldest first is ?order=asc since the console shows newest first by
+		// default (console_history_test.go); a cursor implies its order.
+		doc := c.page200("/waterline/schedules/h/history?order=asc")
 		panel := doc.Find(tid("history-panel"))
 		events := panel.Find(tid("history-event"))
 		require.Equal(t, 100, events.Length(), "pages of 100")
@@ -992,7 +994,7 @@ func TestConsoleHistory(t *testing.T) {
 		// Without JS "Load more" is a page starting after the cursor.
 		doc = c.page200("/waterline/schedules/h/history?after_sequence=100")
 		require.Equal(t, 21, doc.Find(tid("history-event")).Length())
-		require.Equal(t, "/waterline/schedules/h/history", attrOf(t, doc.Find(tid("history-from-start")), "href"))
+		require.Equal(t, "/waterline/schedules/h/history?order=asc", attrOf(t, doc.Find(tid("history-from-start")), "href"))
 
 		// The modal asks with htmx but no cursor: it gets the page and picks the panel.
 		p = c.get("/waterline/schedules/h/history", hx...)

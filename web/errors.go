@@ -8,18 +8,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
 )
 
-// apiError is the JSON error body of SPEC §8.
-type apiError struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Fields  map[string]string `json:"fields,omitempty"`
-}
+// apiError is the error part of the JSON error body (apijson.ErrorBody).
+type apiError = apijson.ErrorDetail
 
 // classify maps any error to a status and a client-safe body. Unknown errors
 // become a generic 500: their text may hold internals and is only logged.
@@ -35,7 +32,7 @@ func classify(err error) (int, apiError) {
 	case errors.As(err, &nf):
 		return http.StatusNotFound, apiError{Code: nf.Code, Message: nf.Message}
 	case errors.Is(err, scheduling.ErrNotFound):
-		return http.StatusNotFound, apiError{Code: "not_found", Message: "not found"}
+		return http.StatusNotFound, apiError{Code: scheduling.CodeNotFound, Message: "not found"}
 	case errors.As(err, &val):
 		code := val.Code
 		if code == "" {
@@ -49,7 +46,7 @@ func classify(err error) (int, apiError) {
 	case errors.As(err, &he):
 		return he.Code, apiError{Code: httpCode(he.Code), Message: httpMessage(he)}
 	}
-	return http.StatusInternalServerError, apiError{Code: "internal_error", Message: "internal server error; the request was logged with its request ID"}
+	return http.StatusInternalServerError, apiError{Code: scheduling.CodeInternalError, Message: "internal server error; the request was logged with its request ID"}
 }
 
 func validationMessage(v *scheduling.ValidationError) string {
@@ -64,24 +61,24 @@ func validationMessage(v *scheduling.ValidationError) string {
 func httpCode(status int) string {
 	switch status {
 	case http.StatusNotFound:
-		return "not_found"
+		return scheduling.CodeNotFound
 	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
+		return scheduling.CodeMethodNotAllowed
 	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
+		return scheduling.CodeRequestTooLarge
 	case http.StatusUnauthorized:
-		return "unauthorized"
+		return scheduling.CodeUnauthorized
 	case http.StatusForbidden:
-		return "forbidden"
+		return scheduling.CodeForbidden
 	case http.StatusBadRequest:
-		return "bad_request"
+		return scheduling.CodeBadRequest
 	case http.StatusTooManyRequests:
-		return "too_many_requests"
+		return scheduling.CodeTooManyRequests
 	case http.StatusServiceUnavailable:
-		return "server_busy"
+		return scheduling.CodeServerBusy
 	}
 	if status >= 500 {
-		return "internal_error"
+		return scheduling.CodeInternalError
 	}
 	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 }
@@ -151,7 +148,7 @@ func errorHandler(logger *slog.Logger, pages *errorPages) echo.HTTPErrorHandler 
 		case c.Request().Method == http.MethodHead:
 			writeErr = c.NoContent(status)
 		case isAPI(c):
-			writeErr = c.JSON(status, map[string]apiError{"error": body})
+			writeErr = c.JSON(status, apijson.ErrorBody{Error: body})
 		default:
 			writeErr = pages.render(c, status, views.ErrorView{
 				Status: status, Title: http.StatusText(status), Message: body.Message, Fields: body.Fields,

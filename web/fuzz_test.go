@@ -37,7 +37,7 @@ func fuzzServer(f *testing.F) (http.Handler, *bun.DB) {
 
 // checkPreview asserts the preview contract on any answer: never a 5xx,
 // always JSON; a 200 lists at most count (default 10, at most 100) fire
-// times, strictly ascending, strictly after `after`, in the SPEC §2 format;
+// times, strictly ascending, strictly after `after`, in the CONTRACT §2 format;
 // anything else is a 4xx with the error envelope.
 func checkPreview(t *testing.T, res response, after time.Time) {
 	t.Helper()
@@ -178,7 +178,7 @@ func FuzzPreviewFields(f *testing.F) {
 const historyEvents = 37
 
 // FuzzHistoryQuery sends arbitrary limit and after_sequence strings to GET
-// /schedules/{id}/history and checks the answer against SPEC §6 (and a NUL
+// /schedules/{id}/history and checks the answer against CONTRACT §6 (and a NUL
 // anywhere in the query is a 400 bad_request): limit
 // defaults to 100 and is clamped to 1..500, a non-integer is 422
 // invalid_limit; after_sequence must be a non-negative integer (else 422

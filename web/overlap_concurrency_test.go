@@ -19,7 +19,7 @@ import (
 // Many clients trigger one schedule at the same moment, over real HTTP: the
 // decision "is the latest run active?" and the write of the new run are
 // serialised per schedule, so each policy yields exactly the outcome counts
-// of SPEC §5, and the audit stream records exactly those fires and skips.
+// of CONTRACT §5, and the audit stream records exactly those fires and skips.
 func TestConcurrentTriggersObeyTheOverlapPolicy(t *testing.T) {
 	t.Parallel()
 	type want struct {

@@ -67,7 +67,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	}
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
 
-	worker := &handlers.Worker{Service: d.Service, Namespace: d.Namespace}
+	worker := &handlers.WorkerAPI{Service: d.Service, Namespace: d.Namespace}
 	for _, prefix := range []string{"/waterline/api/v2/worker", "/api/v2/worker"} {
 		w := e.Group(prefix, work)
 		w.POST("/poll", worker.Poll)

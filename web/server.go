@@ -193,7 +193,7 @@ func rejectNUL(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if bad {
-			return &handlers.BadRequestError{Code: "bad_request", Message: "NUL characters are not allowed in paths, queries or form fields"}
+			return &handlers.BadRequestError{Code: scheduling.CodeBadRequest, Message: "NUL characters are not allowed in paths, queries or form fields"}
 		}
 		return next(c)
 	}

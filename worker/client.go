@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tidelinehq/tideline/apijson"
 )
 
-// apiPrefix is where the server mounts the worker protocol (SPEC §7).
+// apiPrefix is where the server mounts the worker protocol (CONTRACT §7).
 const apiPrefix = "/api/v2/worker"
 
 // maxResponseBytes bounds what the client reads from one answer, so that a
@@ -60,18 +62,33 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	return &Client{base: strings.TrimRight(u.String(), "/") + apiPrefix, token: opts.Token, namespace: opts.Namespace, workerID: opts.WorkerID, http: hc}, nil
 }
 
-// Run is a run claimed by this worker. Deadlines are the server's; it
-// enforces them itself (timed_out), so handlers only need them to plan work.
+// Run is a run claimed by this worker (the handler's view of an
+// apijson.ClaimedRun). Deadlines are the server's; it enforces them itself
+// (timed_out), so handlers only need them to plan work.
 type Run struct {
-	ID                  string          `json:"run_id"`
-	InstanceID          string          `json:"instance_id"`
-	WorkflowType        string          `json:"workflow_type"`
-	WorkflowClass       string          `json:"workflow_class"`
-	Input               json.RawMessage `json:"input"`
-	Attempt             int             `json:"attempt"`
-	LeaseExpiresAt      *time.Time      `json:"lease_expires_at"`
-	RunDeadlineAt       *time.Time      `json:"run_deadline_at"`
-	ExecutionDeadlineAt *time.Time      `json:"execution_deadline_at"`
+	ID                  string
+	InstanceID          string
+	WorkflowType        string
+	WorkflowClass       string
+	Input               json.RawMessage
+	Attempt             int
+	LeaseExpiresAt      *time.Time
+	RunDeadlineAt       *time.Time
+	ExecutionDeadlineAt *time.Time
+}
+
+func runOf(r apijson.ClaimedRun) Run {
+	return Run{ID: r.RunID, InstanceID: r.InstanceID, WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass,
+		Input: r.Input, Attempt: r.Attempt, LeaseExpiresAt: timeOf(r.LeaseExpiresAt), RunDeadlineAt: timeOf(r.RunDeadlineAt),
+		ExecutionDeadlineAt: timeOf(r.ExecutionDeadlineAt)}
+}
+
+func timeOf(t *apijson.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	v := t.T()
+	return &v
 }
 
 // PollRequest asks for pending runs of one queue.
@@ -88,8 +105,8 @@ type PollRequest struct {
 
 // HeartbeatResult is the server's answer to a heartbeat.
 type HeartbeatResult struct {
-	CancelRequested bool       `json:"cancel_requested"`
-	LeaseExpiresAt  *time.Time `json:"lease_expires_at"`
+	CancelRequested bool
+	LeaseExpiresAt  *time.Time
 }
 
 // APIError is an error answer of the server: {"error":{"code","message","fields"}}.
@@ -123,49 +140,36 @@ func runGone(err error) bool {
 
 // Poll claims up to req.Limit pending runs, long-polling up to req.Wait.
 func (c *Client) Poll(ctx context.Context, req PollRequest) ([]Run, error) {
-	body := struct {
-		Namespace    string `json:"namespace,omitempty"`
-		Connection   string `json:"connection,omitempty"`
-		Queue        string `json:"queue,omitempty"`
-		Limit        int    `json:"limit"`
-		LeaseSeconds int    `json:"lease_seconds,omitempty"`
-		WaitSeconds  int    `json:"wait_seconds"`
-		WorkerID     string `json:"worker_id,omitempty"`
-	}{c.namespace, req.Connection, req.Queue, req.Limit, req.LeaseSeconds, waitSeconds(req.Wait), req.WorkerID}
-	var out struct {
-		Runs []Run `json:"runs"`
-	}
+	body := apijson.WorkerPoll{Namespace: c.namespace, Connection: req.Connection, Queue: req.Queue, Limit: req.Limit,
+		LeaseSeconds: req.LeaseSeconds, WaitSeconds: waitSeconds(req.Wait), WorkerID: req.WorkerID}
+	var out apijson.WorkerPollResult
 	// The server may hold the request for the whole wait; allow for that
 	// plus the time a claim takes on a busy database.
 	timeout := time.Duration(body.WaitSeconds)*time.Second + callTimeout
 	if err := c.call(ctx, timeout, "/poll", body, &out); err != nil {
 		return nil, fmt.Errorf("poll runs: %w", err)
 	}
-	return out.Runs, nil
+	runs := make([]Run, 0, len(out.Runs))
+	for _, r := range out.Runs {
+		runs = append(runs, runOf(r))
+	}
+	return runs, nil
 }
 
 // Heartbeat extends the run's lease (leaseSeconds 0: the server's default)
 // and tells whether cancellation was requested.
 func (c *Client) Heartbeat(ctx context.Context, runID string, leaseSeconds int) (HeartbeatResult, error) {
-	body := struct {
-		Namespace    string `json:"namespace,omitempty"`
-		WorkerID     string `json:"worker_id,omitempty"`
-		LeaseSeconds int    `json:"lease_seconds,omitempty"`
-	}{c.namespace, c.workerID, leaseSeconds}
-	var out HeartbeatResult
+	body := apijson.WorkerHeartbeat{Namespace: c.namespace, WorkerID: c.workerID, LeaseSeconds: leaseSeconds}
+	var out apijson.WorkerHeartbeatResult
 	if err := c.call(ctx, callTimeout, runPath(runID, "heartbeat"), body, &out); err != nil {
 		return HeartbeatResult{}, fmt.Errorf("heartbeat run %s: %w", runID, err)
 	}
-	return out, nil
+	return HeartbeatResult{CancelRequested: out.CancelRequested, LeaseExpiresAt: timeOf(out.LeaseExpiresAt)}, nil
 }
 
 // Complete records the run's output (nil: no output).
 func (c *Client) Complete(ctx context.Context, runID string, output json.RawMessage) error {
-	body := struct {
-		Namespace string          `json:"namespace,omitempty"`
-		WorkerID  string          `json:"worker_id,omitempty"`
-		Output    json.RawMessage `json:"output,omitempty"`
-	}{c.namespace, c.workerID, output}
+	body := apijson.WorkerComplete{Namespace: c.namespace, WorkerID: c.workerID, Output: output}
 	if err := c.call(ctx, callTimeout, runPath(runID, "complete"), body, nil); err != nil {
 		return fmt.Errorf("complete run %s: %w", runID, err)
 	}
@@ -179,13 +183,7 @@ func (c *Client) Complete(ctx context.Context, runID string, output json.RawMess
 // the server retries it when the policy allows (the next attempt reaches a
 // worker as the same run with Attempt + 1).
 func (c *Client) Fail(ctx context.Context, runID, message, failureType string, nonRetryable bool) error {
-	body := struct {
-		Namespace    string `json:"namespace,omitempty"`
-		WorkerID     string `json:"worker_id,omitempty"`
-		Message      string `json:"message"`
-		Type         string `json:"type"`
-		NonRetryable bool   `json:"non_retryable,omitempty"`
-	}{c.namespace, c.workerID, message, failureType, nonRetryable}
+	body := apijson.WorkerFail{Namespace: c.namespace, WorkerID: c.workerID, Message: message, Type: failureType, NonRetryable: nonRetryable}
 	if err := c.call(ctx, callTimeout, runPath(runID, "fail"), body, nil); err != nil {
 		return fmt.Errorf("fail run %s: %w", runID, err)
 	}
@@ -249,13 +247,7 @@ func (c *Client) call(ctx context.Context, timeout time.Duration, path string, i
 // decodeAPIError reads the server's error body; anything else in front of
 // the server (a proxy's error page) still yields the status.
 func decodeAPIError(status int, body []byte) *APIError {
-	var envelope struct {
-		Error struct {
-			Code    string            `json:"code"`
-			Message string            `json:"message"`
-			Fields  map[string]string `json:"fields"`
-		} `json:"error"`
-	}
+	var envelope apijson.ErrorBody
 	apiErr := &APIError{StatusCode: status, Message: strings.ToLower(http.StatusText(status))}
 	if json.Unmarshal(body, &envelope) == nil && envelope.Error.Code != "" {
 		apiErr.Code, apiErr.Message, apiErr.Fields = envelope.Error.Code, envelope.Error.Message, envelope.Error.Fields

@@ -1,5 +1,5 @@
 // Package worker runs workflow handlers in a Go process against Tideline's
-// HTTP worker protocol (SPEC §7): it long-polls for runs, runs each with the
+// HTTP worker protocol (CONTRACT §7): it long-polls for runs, runs each with the
 // handler registered for its workflow type, heartbeats while it runs, and
 // reports the result. Workers in other languages speak the same protocol;
 // Client is the protocol on its own.

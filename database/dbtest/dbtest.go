@@ -136,7 +136,7 @@ const TestPoolSize = 6
 // its turn, and must not hold connections while it waits (SQLite keeps its
 // one connection).
 func LimitPool(db *bun.DB) {
-	if database.IsPostgres(db) {
+	if !database.Of(db).SingleWriter() {
 		db.SetMaxOpenConns(TestPoolSize)
 		db.SetMaxIdleConns(2)
 		db.SetConnMaxIdleTime(time.Second)

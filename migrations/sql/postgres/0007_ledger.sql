@@ -1,4 +1,4 @@
--- Missed-fire policy and the occurrence ledger (SPEC §12).
+-- Missed-fire policy and the occurrence ledger (CONTRACT §12).
 --
 -- catchup_window_seconds: null keeps Part I's rule (fire the overdue
 -- occurrence once, drop the rest); a window fires the occurrences inside it.

@@ -1,4 +1,4 @@
--- Notifications (SPEC §11).
+-- Notifications (CONTRACT §11).
 --
 -- start_deadline_seconds: a run still pending that long after its
 -- occurrence is reported as run_not_started. The run carries its own

@@ -43,7 +43,7 @@ UPDATE workflow_schedule_health SET recent_runs = (
     FROM (SELECT * FROM workflow_runs r WHERE r.workflow_schedule_id = workflow_schedule_health.schedule_ulid
           AND r.finished_at IS NOT NULL ORDER BY r.finished_at DESC, r.id DESC LIMIT 10) r);
 
--- Retention (SPEC §13) deletes finished runs oldest first, never a
+-- Retention (CONTRACT §13) deletes finished runs oldest first, never a
 -- schedule's latest run: these two indexes let it read only what it deletes.
 CREATE INDEX workflow_runs_finished_idx ON workflow_runs (finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX workflow_schedules_latest_run_idx ON workflow_schedules (latest_run_id);

@@ -1,4 +1,4 @@
--- Missed-fire policy and the occurrence ledger (SPEC §12); see the
+-- Missed-fire policy and the occurrence ledger (CONTRACT §12); see the
 -- PostgreSQL migration of the same number for why these indexes.
 ALTER TABLE workflow_schedules ADD COLUMN catchup_window_seconds integer;
 CREATE INDEX workflow_schedules_paused_until_idx ON workflow_schedules (paused_until) WHERE status = 'paused' AND paused_until IS NOT NULL;

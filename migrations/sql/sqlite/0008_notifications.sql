@@ -1,4 +1,4 @@
--- Notifications (SPEC §11); see the PostgreSQL migration of the same number
+-- Notifications (CONTRACT §11); see the PostgreSQL migration of the same number
 -- for the reasons behind the layout.
 ALTER TABLE workflow_schedules ADD COLUMN start_deadline_seconds integer;
 ALTER TABLE workflow_runs ADD COLUMN start_deadline_at text;

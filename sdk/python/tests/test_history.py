@@ -1,4 +1,4 @@
-"""The audit stream read contract (SPEC §6) through the SDK, over 521 events."""
+"""The audit stream read contract (CONTRACT §6) through the SDK, over 521 events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The asyncio client of Tideline's JSON API (SPEC §8, §14)."""
+"""The asyncio client of Tideline's JSON API (CONTRACT §8, §14)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exceptions raised for API error answers (SPEC §8: {"error": {code, message, fields}})."""
+"""Exceptions raised for API error answers (CONTRACT §8: {"error": {code, message, fields}})."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ class BufferedAction:
 
 @dataclass(frozen=True, slots=True)
 class LastRun:
-    """The schedule's last finished run (SPEC §10)."""
+    """The schedule's last finished run (CONTRACT §10)."""
 
     run_id: str
     status: str
@@ -179,7 +179,7 @@ class RecentAction:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """A schedule as describe, create, update and list answer it (SPEC §2).
+    """A schedule as describe, create, update and list answer it (CONTRACT §2).
 
     `future_fire_times` and `spec_description` are only filled by describe,
     create and update; list rows and pause/resume/delete answers leave them
@@ -223,7 +223,7 @@ class Schedule:
     updated_at: datetime
     future_fire_times: tuple[datetime, ...] = ()
     spec_description: str | None = None
-    # Run outcomes (SPEC §10-§12); defaults for servers that predate them.
+    # Run outcomes (CONTRACT §10-§12); defaults for servers that predate them.
     consecutive_failures: int = 0
     start_failures_count: int = 0
     last_run: LastRun | None = None
@@ -295,7 +295,7 @@ class SchedulePage:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleHistoryEvent:
-    """One entry of a schedule's audit stream (SPEC §6); `sequence` is 1, 2, 3… without gaps."""
+    """One entry of a schedule's audit stream (CONTRACT §6); `sequence` is 1, 2, 3… without gaps."""
 
     id: str
     sequence: int
@@ -390,7 +390,7 @@ class BackfillReport:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One execution of a workflow (SPEC §7)."""
+    """One execution of a workflow (CONTRACT §7)."""
 
     run_id: str
     instance_id: str

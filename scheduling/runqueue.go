@@ -14,7 +14,12 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Worker protocol limits.
+// The run queue: pending runs claimed by workers under a lease (Poll),
+// leases extended (Heartbeat), and runs ended by their worker (CompleteRun,
+// FailRun). The HTTP face of it is handlers/worker_api.go; the contract,
+// docs/CONTRACT.md §7.
+
+// Run queue limits.
 const (
 	DefaultLeaseSeconds = 30
 	MaxLeaseSeconds     = 3600
@@ -75,9 +80,9 @@ func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, erro
 	}
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
-		timer := time.NewTimer(req.Wait)
+		timer := s.clock.NewTimer(req.Wait)
 		defer timer.Stop()
-		deadline = timer.C
+		deadline = timer.C()
 	}
 	for {
 		wake := s.wakeups.channel()
@@ -85,7 +90,7 @@ func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, erro
 		if err != nil || len(runs) > 0 || deadline == nil {
 			return runs, err
 		}
-		recheck := time.NewTimer(500 * time.Millisecond)
+		recheck := s.clock.NewTimer(pollRecheck)
 		select {
 		case <-ctx.Done():
 			recheck.Stop()
@@ -94,11 +99,15 @@ func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, erro
 			recheck.Stop()
 			return []models.Run{}, nil
 		case <-wake:
-		case <-recheck.C:
+		case <-recheck.C():
 		}
 		recheck.Stop()
 	}
 }
+
+// pollRecheck is how often a long poll looks for runs that another replica
+// started (this process's own wake it at once).
+const pollRecheck = 500 * time.Millisecond
 
 func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, error) {
 	var claimed []models.Run
@@ -171,7 +180,7 @@ func (s *Service) lockActiveRun(ctx context.Context, tx bun.IDB, namespace, runI
 		return nil, err
 	}
 	if !run.Active() {
-		return nil, conflict("run_not_running", "run %q is %s", runID, run.Status)
+		return nil, conflict(CodeRunNotRunning, "run %q is %s", runID, run.Status)
 	}
 	return run, nil
 }
@@ -216,10 +225,10 @@ func (s *Service) runChange(ctx context.Context, namespace, runID string, holder
 			return err
 		}
 		if requireRunning && run.Status != models.RunRunning {
-			return conflict("run_not_running", "run %q is %s, not running", runID, run.Status)
+			return conflict(CodeRunNotRunning, "run %q is %s, not running", runID, run.Status)
 		}
 		if holder != nil && !holder.holds(run) {
-			return conflict("run_held_by_another_worker", "run %q is held by another worker", runID)
+			return conflict(CodeRunHeldByAnotherWorker, "run %q is held by another worker", runID)
 		}
 		changed = run
 		// One run changes here: its writes and its schedule's health go
@@ -294,7 +303,7 @@ func (s *Service) CancelRun(ctx context.Context, namespace, runID string, cc *Co
 	}
 	return s.runChange(ctx, namespace, runID, nil, false, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if run.CancelRequestedAt != nil {
-			return conflict("cancel_already_requested", "cancellation of run %q was already requested", runID)
+			return conflict(CodeCancelAlreadyRequested, "cancellation of run %q was already requested", runID)
 		}
 		return s.requestCancel(ctx, tx, out, now, run.ID, operatorReason("cancel", cc))
 	})

@@ -1,0 +1,99 @@
+package apijson
+
+import (
+	"encoding/json"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// The wire forms of a schedule's spec and action. They mirror the stored
+// ones (models) field for field today, but are their own types so that a
+// column added to storage is not an API change by accident, and an API
+// change is made here, with its translation (SpecOf, Spec.Model…).
+
+// Spec is "when" (docs/CONTRACT.md; CONTRACT §3).
+type Spec struct {
+	CronExpressions []string   `json:"cron_expressions"`
+	Intervals       []Interval `json:"intervals"`
+	Timezone        string     `json:"timezone"`
+}
+
+// Interval is one fixed-length repetition: ISO-8601 durations.
+type Interval struct {
+	Every  string `json:"every"`
+	Offset string `json:"offset,omitempty"`
+}
+
+// Action is "what": the workflow a fire starts.
+type Action struct {
+	WorkflowType            string          `json:"workflow_type"`
+	WorkflowClass           string          `json:"workflow_class,omitempty"`
+	Input                   json.RawMessage `json:"input,omitempty"`
+	ExecutionTimeoutSeconds *int64          `json:"execution_timeout_seconds"`
+	RunTimeoutSeconds       *int64          `json:"run_timeout_seconds"`
+	RetryPolicy             *RetryPolicy    `json:"retry_policy"`
+}
+
+// RetryPolicy says how a failed attempt is retried (CONTRACT §10); absent
+// fields take their defaults.
+type RetryPolicy struct {
+	MaxAttempts            *int     `json:"max_attempts"`
+	InitialIntervalSeconds *int64   `json:"initial_interval_seconds"`
+	BackoffCoefficient     *float64 `json:"backoff_coefficient"`
+	MaxIntervalSeconds     *int64   `json:"max_interval_seconds"`
+	NonRetryableErrorTypes []string `json:"non_retryable_error_types"`
+}
+
+// SpecOf is the wire form of a stored spec.
+func SpecOf(s models.Spec) Spec {
+	out := Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone}
+	if s.Intervals != nil {
+		out.Intervals = make([]Interval, len(s.Intervals))
+		for i, iv := range s.Intervals {
+			out.Intervals[i] = Interval(iv)
+		}
+	}
+	return out
+}
+
+// Model is the service's form of a wire spec.
+func (s Spec) Model() models.Spec {
+	out := models.Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone}
+	if s.Intervals != nil {
+		out.Intervals = make([]models.Interval, len(s.Intervals))
+		for i, iv := range s.Intervals {
+			out.Intervals[i] = models.Interval(iv)
+		}
+	}
+	return out
+}
+
+// ActionOf is the wire form of a stored action.
+func ActionOf(a models.Action) Action {
+	return Action{WorkflowType: a.WorkflowType, WorkflowClass: a.WorkflowClass, Input: a.Input,
+		ExecutionTimeoutSeconds: a.ExecutionTimeoutSeconds, RunTimeoutSeconds: a.RunTimeoutSeconds, RetryPolicy: RetryPolicyOf(a.RetryPolicy)}
+}
+
+// Model is the service's form of a wire action.
+func (a Action) Model() models.Action {
+	return models.Action{WorkflowType: a.WorkflowType, WorkflowClass: a.WorkflowClass, Input: a.Input,
+		ExecutionTimeoutSeconds: a.ExecutionTimeoutSeconds, RunTimeoutSeconds: a.RunTimeoutSeconds, RetryPolicy: a.RetryPolicy.Model()}
+}
+
+// RetryPolicyOf is the wire form of a stored retry policy; nil stays nil.
+func RetryPolicyOf(p *models.RetryPolicy) *RetryPolicy {
+	if p == nil {
+		return nil
+	}
+	out := RetryPolicy(*p)
+	return &out
+}
+
+// Model is the service's form of a wire retry policy; nil stays nil.
+func (p *RetryPolicy) Model() *models.RetryPolicy {
+	if p == nil {
+		return nil
+	}
+	out := models.RetryPolicy(*p)
+	return &out
+}

@@ -1,0 +1,86 @@
+package database_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/database/dbtest"
+)
+
+// The conformance suite of database.Dialect: every method, on both
+// databases, asserting what query code relies on.
+func TestDialectConformance(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		ctx := t.Context()
+		d := database.Of(db)
+		_, err := db.ExecContext(ctx, "CREATE TABLE dup (id text PRIMARY KEY, name text UNIQUE, doc "+jsonType(d)+")")
+		require.NoError(t, err)
+		_, err = db.ExecContext(ctx, `INSERT INTO dup (id, name, doc) VALUES ('a', 'x', '{"kind": "k1", "odd key": "v", "list": [1, 2]}')`)
+		require.NoError(t, err)
+
+		t.Run("IsUniqueViolation", func(t *testing.T) {
+			// A duplicate key is told apart from other errors by the driver's code.
+			_, err := db.ExecContext(ctx, "INSERT INTO dup (id, name) VALUES ('b', 'x')")
+			require.True(t, d.IsUniqueViolation(err), "unique column: %v", err)
+			_, err = db.ExecContext(ctx, "INSERT INTO dup (id, name) VALUES ('a', 'y')")
+			require.True(t, d.IsUniqueViolation(err), "primary key: %v", err)
+			_, err = db.ExecContext(ctx, "INSERT INTO nosuchtable (id) VALUES ('a')")
+			require.Error(t, err)
+			require.False(t, d.IsUniqueViolation(err), "another error: %v", err)
+			require.False(t, d.IsUniqueViolation(errors.New("UNIQUE constraint failed")), "text alone is not enough")
+		})
+		t.Run("JSONText", func(t *testing.T) {
+			var got []string
+			require.NoError(t, db.NewRaw("SELECT id FROM dup WHERE "+d.JSONText("doc", "kind")+" = ?", "k1").Scan(ctx, &got))
+			require.Equal(t, []string{"a"}, got)
+			got = nil
+			require.NoError(t, db.NewRaw("SELECT id FROM dup WHERE "+d.JSONTextParam("doc")+" = ?", "odd key", "v").Scan(ctx, &got))
+			require.Equal(t, []string{"a"}, got, "a key with a space, bound as a parameter")
+		})
+		t.Run("JSONArrayHead", func(t *testing.T) {
+			var got string
+			expr := d.JSONArrayHead(jsonCast(d, "'[1, 2, 3]'"), jsonCast(d, "'[4, 5]'"), 4)
+			require.NoError(t, db.NewRaw("SELECT CAST("+expr+" AS text)").Scan(ctx, &got))
+			require.JSONEq(t, `[1, 2, 3, 4]`, got)
+		})
+		t.Run("Lock", func(t *testing.T) {
+			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				var ids []string
+				q := database.Lock(tx.NewSelect().Table("dup").Column("id"), "UPDATE SKIP LOCKED")
+				if err := q.Scan(ctx, &ids); err != nil {
+					return err
+				}
+				require.Equal(t, []string{"a"}, ids)
+				return d.LockForMigration(ctx, tx, 42)
+			})
+			require.NoError(t, err)
+		})
+		t.Run("capabilities", func(t *testing.T) {
+			// One writer and fires ahead exclude each other: a transaction
+			// held open until an instant would stop every other writer.
+			require.NotEqual(t, d.SingleWriter(), d.CanFireAhead())
+			require.Contains(t, []string{database.PostgreSQL, database.SQLite}, d.Name())
+		})
+	})
+}
+
+func jsonType(d database.Dialect) string {
+	if d.Name() == database.PostgreSQL {
+		return "jsonb"
+	}
+	return "text"
+}
+
+func jsonCast(d database.Dialect, literal string) string {
+	if d.Name() == database.PostgreSQL {
+		return literal + "::jsonb"
+	}
+	return literal
+}

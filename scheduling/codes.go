@@ -1,0 +1,46 @@
+package scheduling
+
+// Error codes: the "code" of every API error body, and of the typed errors
+// (ValidationError, ConflictError, NotFoundError) that carry them. The list
+// is the contract's (docs/CONTRACT.md, "Error codes"); no surface spells a
+// code itself.
+const (
+	// 422: input that cannot be accepted; field-level messages in "fields".
+	CodeValidationFailed     = "validation_failed" // the general one, which the others refine
+	CodeSpecNeverFires       = "spec_never_fires"  // a spec with no future occurrence
+	CodeInvalidTimeRange     = "invalid_time_range"
+	CodeBackfillTooLarge     = "backfill_too_large"
+	CodeInvalidLimit         = "invalid_limit"
+	CodeInvalidAfterSequence = "invalid_after_sequence"
+	CodeInvalidCursor        = "invalid_cursor" // a ledger cursor no previous page gave
+
+	// 404.
+	CodeNotFound         = "not_found" // a namespace the caller cannot see, or no route
+	CodeScheduleNotFound = "schedule_not_found"
+	CodeRunNotFound      = "run_not_found"
+	CodeNotifierNotFound = "notifier_not_found"
+
+	// 409: the state forbids the change.
+	CodeScheduleAlreadyExists  = "schedule_already_exists" // also when the old one is deleted
+	CodeScheduleDeleted        = "schedule_deleted"
+	CodeScheduleNotActive      = "schedule_not_active"
+	CodeScheduleNotPaused      = "schedule_not_paused"
+	CodeRunNotRunning          = "run_not_running"
+	CodeRunHeldByAnotherWorker = "run_held_by_another_worker"
+	CodeCancelAlreadyRequested = "cancel_already_requested"
+	CodeNotifierAlreadyExists  = "notifier_already_exists"
+	CodeTooManyNotifiers       = "too_many_notifiers"
+
+	// Transport: the request could not be read or was refused before any
+	// use case ran.
+	CodeInvalidJSON      = "invalid_json" // 400
+	CodeBadRequest       = "bad_request"  // 400
+	CodeInvalidForm      = "invalid_form" // 400, a console form
+	CodeUnauthorized     = "unauthorized" // 401
+	CodeForbidden        = "forbidden"    // 403
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeRequestTooLarge  = "request_too_large" // 413
+	CodeTooManyRequests  = "too_many_requests" // 429
+	CodeServerBusy       = "server_busy"       // 503: retry later
+	CodeInternalError    = "internal_error"    // 500; details only in the log
+)
