@@ -14,6 +14,7 @@ import (
 	"github.com/tidelinehq/tideline/client"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 func scheduleCommands() map[string]subcommand {
@@ -345,7 +346,7 @@ func parseSeconds(flagName, s string) (int64, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		return int64(d / time.Second), nil
 	}
-	d, err := scheduling.ParseDuration(s)
+	d, err := timespec.ParseDuration(s)
 	if err != nil {
 		return 0, usagef("invalid --%s %q: want seconds or a duration such as 90s, 10m or PT1H", flagName, s)
 	}
@@ -385,18 +386,18 @@ func parseEverys(everys []string) ([]apijson.Interval, error) {
 	var out []apijson.Interval
 	for _, every := range everys {
 		ev, off, _ := strings.Cut(every, " offset ")
-		d, err := scheduling.ParseDuration(strings.TrimSpace(ev))
+		d, err := timespec.ParseDuration(strings.TrimSpace(ev))
 		if err != nil {
 			return nil, usagef("invalid --every %q: %v", every, err)
 		}
-		iv := apijson.Interval{Every: scheduling.FormatISODuration(d)}
+		iv := apijson.Interval{Every: timespec.FormatISODuration(d)}
 		if off != "" {
-			o, err := scheduling.ParseDuration(strings.TrimSpace(off))
+			o, err := timespec.ParseDuration(strings.TrimSpace(off))
 			if err != nil {
 				return nil, usagef("invalid --every %q: offset: %v", every, err)
 			}
 			if o > 0 {
-				iv.Offset = scheduling.FormatISODuration(o)
+				iv.Offset = timespec.FormatISODuration(o)
 			}
 		}
 		out = append(out, iv)
@@ -419,7 +420,7 @@ func parseJitter(s string) (int, error) {
 	if n, err := strconv.Atoi(s); err == nil {
 		return n, nil
 	}
-	d, err := scheduling.ParseDuration(s)
+	d, err := timespec.ParseDuration(s)
 	if err != nil {
 		return 0, usagef("invalid --jitter %q: %v", s, err)
 	}

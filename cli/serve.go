@@ -14,6 +14,7 @@ import (
 	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 	"github.com/tidelinehq/tideline/web"
 )
 
@@ -225,7 +226,7 @@ func parseRetention(retainRuns, purgeDeleted string) (scheduling.Retention, erro
 		if f.raw == "0" || f.raw == "" {
 			continue
 		}
-		d, err := scheduling.ParseDuration(f.raw)
+		d, err := timespec.ParseDuration(f.raw)
 		if err != nil || d < time.Hour {
 			return r, usagef("invalid --%s %q: want 0 (off) or a duration of an hour or more, e.g. 30d", f.name, f.raw)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 	"github.com/tidelinehq/tideline/views"
 )
 
@@ -37,7 +38,7 @@ func parseLocal(raw string, loc *time.Location) (time.Time, bool) {
 
 // scheduleZone is where a schedule's wall times live.
 func scheduleZone(s *models.Schedule) *time.Location {
-	if compiled, err := scheduling.Compile(s.Spec); err == nil {
+	if compiled, err := timespec.Compile(s.Spec); err == nil {
 		return compiled.Location()
 	}
 	return zoneOf(s.Spec.Timezone)

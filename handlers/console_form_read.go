@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 	"github.com/tidelinehq/tideline/views"
 )
 
@@ -219,33 +220,33 @@ func parseIntervalLine(line string) (models.Interval, error) {
 	var every, offset string
 	if m := offsetWord.FindStringSubmatch(s); m != nil {
 		every, offset = m[1], m[2]
-	} else if _, err := scheduling.ParseDuration(s); err == nil {
+	} else if _, err := timespec.ParseDuration(s); err == nil {
 		every = s
 	} else {
 		fields := strings.Fields(s)
 		every = s
 		for k := 1; k < len(fields); k++ {
 			e, o := strings.Join(fields[:k], " "), strings.Join(fields[k:], " ")
-			_, errE := scheduling.ParseDuration(e)
-			_, errO := scheduling.ParseDuration(o)
+			_, errE := timespec.ParseDuration(e)
+			_, errO := timespec.ParseDuration(o)
 			if errE == nil && errO == nil || k == 1 && errE == nil && strings.HasPrefix(strings.ToUpper(e), "P") {
 				every, offset = e, o
 				break
 			}
 		}
 	}
-	d, err := scheduling.ParseDuration(every)
+	d, err := timespec.ParseDuration(every)
 	if err != nil {
 		return models.Interval{}, fmt.Errorf("every: %w", err)
 	}
-	iv := models.Interval{Every: scheduling.FormatISODuration(d)}
+	iv := models.Interval{Every: timespec.FormatISODuration(d)}
 	if offset != "" {
-		o, err := scheduling.ParseDuration(offset)
+		o, err := timespec.ParseDuration(offset)
 		if err != nil {
 			return models.Interval{}, fmt.Errorf("offset: %w", err)
 		}
 		if o > 0 {
-			iv.Offset = scheduling.FormatISODuration(o)
+			iv.Offset = timespec.FormatISODuration(o)
 		}
 	}
 	return iv, nil

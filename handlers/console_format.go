@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 	"github.com/tidelinehq/tideline/views"
 )
 
@@ -124,7 +125,7 @@ func durationText(d time.Duration) string {
 // describeSpec compiles a stored spec for its description; cheap enough to
 // do per registry row.
 func describeSpec(spec models.Spec) (string, string) {
-	compiled, err := scheduling.Compile(spec)
+	compiled, err := timespec.Compile(spec)
 	if err != nil {
 		return "invalid spec", spec.Timezone
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 	"github.com/tidelinehq/tideline/views"
 )
 
@@ -475,8 +476,8 @@ func (r *request) describe(id string) (*scheduling.Description, error) {
 	if getErr != nil || s.Status != models.StatusDeleted {
 		return nil, err
 	}
-	d = &scheduling.Description{Schedule: s, SpecText: scheduling.SpecText{Zone: cmp.Or(s.Spec.Timezone, "UTC")}}
-	if compiled, cerr := scheduling.Compile(s.Spec); cerr == nil {
+	d = &scheduling.Description{Schedule: s, SpecText: timespec.SpecText{Zone: cmp.Or(s.Spec.Timezone, "UTC")}}
+	if compiled, cerr := timespec.Compile(s.Spec); cerr == nil {
 		d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()
 	}
 	return d, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // openDB opens the test's database from the test process itself, to
@@ -196,7 +197,7 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			fail("no ScheduleCreated event")
 			continue
 		}
-		compiled, err := scheduling.Compile(s.Spec)
+		compiled, err := timespec.Compile(s.Spec)
 		if err != nil {
 			fail("compile spec: %v", err)
 			continue

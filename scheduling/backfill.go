@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // MaxBackfillOccurrences bounds one backfill request.
@@ -88,7 +89,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 		return nil, &ValidationError{Code: CodeBackfillTooLarge, Fields: map[string]string{"only": fmt.Sprintf("at most %d occurrences", MaxBackfillOccurrences)}}
 	}
 	occurrences := func(sch *models.Schedule) ([]time.Time, error) {
-		compiled, err := Compile(sch.Spec)
+		compiled, err := timespec.Compile(sch.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("compile stored spec: %w", err)
 		}
@@ -100,7 +101,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 			}
 			times = slices.DeleteFunc(times, func(t time.Time) bool { return !keep[t.Unix()] })
 		}
-		if errors.Is(err, ErrTooManyOccurrences) {
+		if errors.Is(err, timespec.ErrTooManyOccurrences) {
 			return nil, &ValidationError{Code: CodeBackfillTooLarge, Fields: map[string]string{
 				"to": fmt.Sprintf("the window holds more than %d occurrences; split it", MaxBackfillOccurrences)}}
 		}

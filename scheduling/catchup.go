@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // SkipMissed is the skip reason of occurrences the missed-fire policy
@@ -40,7 +41,7 @@ type catchup struct {
 // dropped; with one, occurrences older than now−window are dropped and the
 // rest fire in order. In the common case — a fire on time — it costs one
 // Next call.
-func planCatchup(c *CompiledSpec, nominal, now time.Time, window *int) catchup {
+func planCatchup(c *timespec.CompiledSpec, nominal, now time.Time, window *int) catchup {
 	var p catchup
 	drop := func(t time.Time) {
 		if p.dropped == 0 {

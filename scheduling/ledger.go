@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // Fates of an occurrence in the ledger (CONTRACT §12).
@@ -78,7 +79,7 @@ type LedgerPage struct {
 type ledgerState struct {
 	after  time.Time // the event's time; the state applies to occurrences after it
 	status string    // a fate for past occurrences with no evidence: missed (active), paused, before_created, after_deleted
-	spec   *CompiledSpec
+	spec   *timespec.CompiledSpec
 }
 
 // Ledger lists the canonical occurrences of a schedule in a window with
@@ -116,7 +117,7 @@ func (s *Service) Ledger(ctx context.Context, namespace, scheduleID string, q Le
 	}
 	if q.Cursor != "" {
 		c, err := strconv.ParseInt(q.Cursor, 10, 64)
-		if err != nil || c < minUnix || c > maxUnix {
+		if err != nil || c < timespec.MinUnix || c > timespec.MaxUnix {
 			return nil, &ValidationError{Code: CodeInvalidCursor, Fields: map[string]string{"cursor": "must be the next_cursor of a previous page"}}
 		}
 		cursor = max(cursor, c)
@@ -198,8 +199,8 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 	if err != nil {
 		return nil, false, err
 	}
-	compiled := map[string]*CompiledSpec{}
-	specOf := func(ev *models.ScheduleEvent) (*CompiledSpec, bool) {
+	compiled := map[string]*timespec.CompiledSpec{}
+	specOf := func(ev *models.ScheduleEvent) (*timespec.CompiledSpec, bool) {
 		var p struct {
 			Spec json.RawMessage `json:"spec"`
 		}
@@ -213,7 +214,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		if json.Unmarshal(p.Spec, &spec) != nil {
 			return nil, false
 		}
-		c, err := Compile(spec)
+		c, err := timespec.Compile(spec)
 		if err != nil {
 			c = nil // a stored spec that no longer compiles never fired
 		}
@@ -221,7 +222,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		return c, true
 	}
 
-	first := ledgerState{after: time.Unix(minUnix, 0).UTC(), status: FateBeforeCreated}
+	first := ledgerState{after: time.Unix(timespec.MinUnix, 0).UTC(), status: FateBeforeCreated}
 	if statusEv != nil {
 		first.status = statusAfter(statusEv.EventType, first.status)
 	}
@@ -238,7 +239,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		}
 	}
 	if !found {
-		first.spec, _ = Compile(sch.Spec)
+		first.spec, _ = timespec.Compile(sch.Spec)
 	}
 	states := []ledgerState{first}
 	for i := range events {

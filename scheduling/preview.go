@@ -5,17 +5,18 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // SpecPreview is what the create form shows while the operator types.
 type SpecPreview struct {
 	Description string
-	Text        SpecText // Description in parts, the zone apart
+	Text        timespec.SpecText // Description in parts, the zone apart
 	FireTimes   []time.Time
 }
 
 // MaxPreviewCount caps how many fire times one preview lists: with the
-// spec bounds of Compile it keeps a preview's work small and fixed.
+// spec bounds of timespec.Compile it keeps a preview's work small and fixed.
 const MaxPreviewCount = 100
 
 // PreviewSpec validates a spec and lists its next count canonical fire

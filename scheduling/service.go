@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // Route is where a started run is queued for workers.
@@ -35,7 +36,7 @@ type Routing struct {
 type Config struct {
 	DB      *bun.DB
 	Clock   Clock
-	Rand    Rand
+	Rand    timespec.Rand
 	Logger  *slog.Logger
 	Routing Routing
 	// CancelGrace is how long a run may take to honour a cancellation
@@ -53,7 +54,7 @@ type Config struct {
 type Service struct {
 	db            *bun.DB
 	clock         Clock
-	rand          Rand
+	rand          timespec.Rand
 	logger        *slog.Logger
 	routing       Routing
 	cancelGrace   time.Duration
@@ -252,7 +253,7 @@ func nonNilMap(m map[string]string) map[string]string {
 
 // scheduleNext computes the next canonical fire strictly after `after` and
 // its jittered fire time; both become nil when the spec never fires again.
-func (s *Service) scheduleNext(sch *models.Schedule, compiled *CompiledSpec, after time.Time) {
+func (s *Service) scheduleNext(sch *models.Schedule, compiled *timespec.CompiledSpec, after time.Time) {
 	sch.NextNominalAt, sch.NextFireAt = nil, nil
 	if compiled == nil {
 		return
@@ -262,7 +263,7 @@ func (s *Service) scheduleNext(sch *models.Schedule, compiled *CompiledSpec, aft
 		return
 	}
 	nominal = utcMicro(nominal)
-	fire := nominal.Add(Jitter(s.rand, sch.JitterSeconds))
+	fire := nominal.Add(timespec.Jitter(s.rand, sch.JitterSeconds))
 	sch.NextNominalAt, sch.NextFireAt = &nominal, &fire
 }
 
@@ -385,7 +386,7 @@ func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *
 // resumeLocked resumes a locked paused schedule from now. until is the
 // pause's end when the scheduler resumes it for that (ResumeDue).
 func (s *Service) resumeLocked(ctx context.Context, rec *recorder, sch *models.Schedule, until *time.Time) error {
-	compiled, err := Compile(sch.Spec)
+	compiled, err := timespec.Compile(sch.Spec)
 	if err != nil {
 		return fmt.Errorf("compile stored spec of %s: %w", sch.ScheduleID, err)
 	}
@@ -432,8 +433,8 @@ type Description struct {
 	Schedule        *models.Schedule
 	FutureFireTimes []time.Time // next 5 canonical fire times
 	SpecDescription string
-	// SpecText is SpecDescription in parts, the zone apart.
-	SpecText SpecText
+	// timespec.SpecText is SpecDescription in parts, the zone apart.
+	SpecText timespec.SpecText
 }
 
 // Describe returns a live (not deleted) schedule with its next fire times.
@@ -450,10 +451,10 @@ func (s *Service) Describe(ctx context.Context, namespace, scheduleID string) (*
 
 func (s *Service) describe(sch *models.Schedule) *Description {
 	d := &Description{Schedule: sch, FutureFireTimes: []time.Time{}}
-	compiled, err := Compile(sch.Spec)
+	compiled, err := timespec.Compile(sch.Spec)
 	if err != nil {
 		d.SpecDescription = "invalid spec: " + err.Error()
-		d.SpecText = SpecText{Parts: []SpecPart{{Text: d.SpecDescription}}, Zone: cmp.Or(sch.Spec.Timezone, "UTC")}
+		d.SpecText = timespec.SpecText{Parts: []timespec.SpecPart{{Text: d.SpecDescription}}, Zone: cmp.Or(sch.Spec.Timezone, "UTC")}
 		return d
 	}
 	d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()

@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // Nullable is an update of a field that may be set to null: Set says the
@@ -160,7 +161,7 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 		return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted and cannot be updated", sch.ScheduleID)
 	}
 	v := &ValidationError{Code: CodeValidationFailed}
-	var compiled *CompiledSpec
+	var compiled *timespec.CompiledSpec
 	if in.Spec != nil {
 		if in.Spec.Timezone == "" {
 			spec := *in.Spec
@@ -287,7 +288,7 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 	if slices.Contains(changed, "spec") || slices.Contains(changed, "jitter_seconds") {
 		if compiled == nil {
 			var err error
-			if compiled, err = Compile(sch.Spec); err != nil {
+			if compiled, err = timespec.Compile(sch.Spec); err != nil {
 				return nil, fmt.Errorf("compile stored spec of %s: %w", sch.ScheduleID, err)
 			}
 		}

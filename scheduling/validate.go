@@ -2,11 +2,13 @@ package scheduling
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"unicode/utf8"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // Overlap policies of CONTRACT §5.
@@ -194,16 +196,19 @@ func validateNote(v *ValidationError, note string) {
 }
 
 // compileField compiles spec and files its errors under "spec.".
-func compileField(v *ValidationError, spec models.Spec) *CompiledSpec {
-	compiled, err := Compile(spec)
+func compileField(v *ValidationError, spec models.Spec) *timespec.CompiledSpec {
+	compiled, err := timespec.Compile(spec)
 	if err != nil {
-		if ve, ok := err.(*ValidationError); ok {
-			v.Merge("spec.", ve)
-			if ve.Code != "" && ve.Code != CodeValidationFailed {
-				v.Code = ve.Code
-			}
-		} else {
+		var se *timespec.Error
+		if !errors.As(err, &se) {
 			v.Add("spec", err.Error())
+			return nil
+		}
+		for field, message := range se.Fields {
+			v.Add("spec."+field, message)
+		}
+		if se.NeverFires {
+			v.Code = CodeSpecNeverFires
 		}
 		return nil
 	}

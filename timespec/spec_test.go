@@ -1,4 +1,4 @@
-package scheduling
+package timespec
 
 import (
 	"sync"
@@ -107,9 +107,9 @@ func TestCompileValidationErrors(t *testing.T) {
 			t.Parallel()
 			c, err := Compile(tt.spec)
 			require.Nil(t, c)
-			var verr *ValidationError
+			var verr *Error
 			require.ErrorAs(t, err, &verr)
-			require.Equal(t, tt.code, verr.Code)
+			require.Equal(t, tt.code == "spec_never_fires", verr.NeverFires, "code %s", tt.code)
 			require.Len(t, verr.Fields, 1, "fields: %v", verr.Fields)
 			require.Contains(t, verr.Fields, tt.field)
 			if tt.exact {
@@ -128,10 +128,10 @@ func TestCompileCollectsEveryProblem(t *testing.T) {
 		Intervals:       []models.Interval{{Every: "P1M"}, {Every: "PT1H", Offset: "PT1H"}},
 		Timezone:        "Nowhere/Special",
 	})
-	var verr *ValidationError
+	var verr *Error
 	require.ErrorAs(t, err, &verr)
 	// A syntax error outranks "never fires": the code says what to fix first.
-	require.Equal(t, "validation_failed", verr.Code)
+	require.False(t, verr.NeverFires, "a spec that cannot be read is not one that never fires")
 	keys := make([]string, 0, len(verr.Fields))
 	for k := range verr.Fields {
 		keys = append(keys, k)

@@ -1,4 +1,4 @@
-package scheduling
+package timespec
 
 import (
 	"errors"
@@ -18,8 +18,8 @@ var ErrTooManyOccurrences = errors.New("too many occurrences")
 // Unix seconds of 0001-01-01 and 9999-12-31T23:59:59Z: the instants Next works
 // with. Clamping keeps interval arithmetic far from int64 overflow.
 const (
-	minUnix = -62135596800
-	maxUnix = 253402300799
+	MinUnix = -62135596800
+	MaxUnix = 253402300799
 )
 
 // CompiledSpec is a validated schedule spec that computes fire times. It is
@@ -47,14 +47,14 @@ type intervalPart struct {
 	every, offset int64
 }
 
-// Compile validates spec and compiles it. Validation problems come back as a
-// *ValidationError whose field keys are relative to the spec
-// ("cron_expressions[0]", "intervals[1].every", "timezone"); a spec that is
-// well-formed but can never fire gets the code spec_never_fires.
+// Compile validates spec and compiles it. Validation problems come back as
+// an *Error whose field keys are relative to the spec ("cron_expressions[0]",
+// "intervals[1].every", "timezone"); NeverFires marks a spec that is
+// well-formed but can never fire.
 func Compile(spec models.Spec) (*CompiledSpec, error) {
-	verr := &ValidationError{Code: CodeValidationFailed}
+	verr := &Error{}
 	if len(spec.CronExpressions) == 0 && len(spec.Intervals) == 0 {
-		verr.Add("cron_expressions", "add at least one cron expression or interval")
+		verr.add("cron_expressions", "add at least one cron expression or interval")
 		return nil, verr
 	}
 	if checkSpecSize(verr, spec) {
@@ -63,7 +63,7 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 
 	loc, why := loadZone(spec.Timezone)
 	if why != "" {
-		verr.Add("timezone", why)
+		verr.add("timezone", why)
 	}
 
 	c := &CompiledSpec{loc: loc}
@@ -72,11 +72,11 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 		field := fmt.Sprintf("cron_expressions[%d]", i)
 		part, why := compileCron(source)
 		if why != "" {
-			verr.Add(field, why)
+			verr.add(field, why)
 			continue
 		}
 		if !part.firesAtAll() {
-			verr.Add(field, fmt.Sprintf("%q never fires: no calendar date matches its day-of-month, month and day-of-week fields", source))
+			verr.add(field, fmt.Sprintf("%q never fires: no calendar date matches its day-of-month, month and day-of-week fields", source))
 			never = append(never, field)
 			continue
 		}
@@ -90,7 +90,7 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 	}
 	if len(verr.Fields) > 0 {
 		if len(never) == len(verr.Fields) {
-			verr.Code = CodeSpecNeverFires
+			verr.NeverFires = true
 		}
 		return nil, verr
 	}
@@ -111,14 +111,14 @@ const (
 
 // checkSpecSize files the size problems of spec in verr, before any part is
 // parsed, and reports whether there were any.
-func checkSpecSize(verr *ValidationError, spec models.Spec) bool {
+func checkSpecSize(verr *Error, spec models.Spec) bool {
 	if n := len(spec.CronExpressions) + len(spec.Intervals); n > MaxSpecParts {
-		verr.Add("cron_expressions", fmt.Sprintf("a spec may have at most %d cron expressions and intervals together (this one has %d)", MaxSpecParts, n))
+		verr.add("cron_expressions", fmt.Sprintf("a spec may have at most %d cron expressions and intervals together (this one has %d)", MaxSpecParts, n))
 		return true
 	}
 	tooLong := func(field, value string) {
 		if utf8.RuneCountInString(value) > MaxSpecPartLength {
-			verr.Add(field, fmt.Sprintf("is longer than %d characters", MaxSpecPartLength))
+			verr.add(field, fmt.Sprintf("is longer than %d characters", MaxSpecPartLength))
 		}
 	}
 	for i, source := range spec.CronExpressions {
@@ -147,28 +147,28 @@ func loadZone(name string) (*time.Location, string) {
 	return loc, ""
 }
 
-func compileInterval(iv models.Interval, field string, verr *ValidationError) (intervalPart, bool) {
+func compileInterval(iv models.Interval, field string, verr *Error) (intervalPart, bool) {
 	ok := true
 	every, err := parseSpecDuration(iv.Every)
 	switch {
 	case strings.TrimSpace(iv.Every) == "":
-		verr.Add(field+".every", "every is required, e.g. PT1H")
+		verr.add(field+".every", "every is required, e.g. PT1H")
 		ok = false
 	case err != nil:
-		verr.Add(field+".every", err.Error())
+		verr.add(field+".every", err.Error())
 		ok = false
 	case every <= 0:
-		verr.Add(field+".every", fmt.Sprintf("%s is zero; every must be at least one second", iv.Every))
+		verr.add(field+".every", fmt.Sprintf("%s is zero; every must be at least one second", iv.Every))
 		ok = false
 	}
 	var offset time.Duration
 	if strings.TrimSpace(iv.Offset) != "" {
 		offset, err = parseSpecDuration(iv.Offset)
 		if err != nil {
-			verr.Add(field+".offset", err.Error())
+			verr.add(field+".offset", err.Error())
 			ok = false
 		} else if ok && offset >= every {
-			verr.Add(field+".offset", fmt.Sprintf("offset %s must be shorter than every (%s)", iv.Offset, iv.Every))
+			verr.add(field+".offset", fmt.Sprintf("offset %s must be shorter than every (%s)", iv.Offset, iv.Every))
 			ok = false
 		}
 	}
@@ -213,10 +213,10 @@ func (c *CompiledSpec) Next(after time.Time) (time.Time, bool) {
 // next works in Unix seconds: fires are whole seconds, so "strictly after t"
 // equals "strictly after floor(t)", and the sub-second part can be dropped.
 func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
-	if after >= maxUnix {
+	if after >= MaxUnix {
 		return 0, false
 	}
-	after = max(after, minUnix)
+	after = max(after, MinUnix)
 	var best int64
 	found := false
 	for _, p := range c.crons {
@@ -230,7 +230,7 @@ func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
 		}
 	}
 	// Instants past 9999-12-31 have no RFC 3339 form (and no real use).
-	if found && best > maxUnix {
+	if found && best > MaxUnix {
 		return 0, false
 	}
 	return best, found

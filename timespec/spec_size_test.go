@@ -1,4 +1,4 @@
-package scheduling
+package timespec
 
 import (
 	"fmt"
@@ -62,32 +62,18 @@ func TestCompileBoundsSpecSize(t *testing.T) {
 				require.Len(t, compiled.Preview(time.Unix(0, 0), 3), 3)
 				return
 			}
-			var verr *ValidationError
+			var verr *Error
 			require.ErrorAs(t, err, &verr)
-			require.Equal(t, "validation_failed", verr.Code)
+			require.False(t, verr.NeverFires, "a spec that cannot be read is not one that never fires")
 			require.Contains(t, verr.Fields[tc.wantField], tc.wantInText, "fields: %v", verr.Fields)
 		})
-	}
-}
-
-func TestPreviewSpecCapsCount(t *testing.T) {
-	t.Parallel()
-	spec := models.Spec{CronExpressions: []string{"* * * * *"}}
-	p, err := PreviewSpec(spec, time.Unix(0, 0), MaxPreviewCount)
-	require.NoError(t, err)
-	require.Len(t, p.FireTimes, 100)
-	for _, n := range []int{0, -1, 101, 1 << 30} {
-		_, err := PreviewSpec(spec, time.Unix(0, 0), n)
-		var verr *ValidationError
-		require.ErrorAs(t, err, &verr, "count %d", n)
-		require.Equal(t, "must be between 1 and 100", verr.Fields["count"])
 	}
 }
 
 // FuzzCompileSpecSize checks the size rules for any mix of part counts and
 // lengths: a spec over a bound is always refused, naming the bound, and one
 // within the bounds is never refused for its size. Run longer with:
-// go test ./scheduling -fuzz FuzzCompileSpecSize -run '^$'
+// go test ./timespec -fuzz FuzzCompileSpecSize -run '^$'
 func FuzzCompileSpecSize(f *testing.F) {
 	for _, seed := range [][3]uint16{{1, 0, 0}, {64, 0, 0}, {65, 0, 0}, {0, 64, 0}, {0, 65, 0}, {32, 33, 0}, {1, 0, 256}, {1, 0, 257}, {0, 1, 300}, {2000, 0, 4000}} {
 		f.Add(seed[0], seed[1], seed[2])
@@ -108,11 +94,11 @@ func FuzzCompileSpecSize(f *testing.F) {
 		compiled, err := Compile(spec)
 		switch {
 		case nc+ni > MaxSpecParts:
-			var verr *ValidationError
+			var verr *Error
 			require.ErrorAs(t, err, &verr)
 			require.Equal(t, fmt.Sprintf("a spec may have at most %d cron expressions and intervals together (this one has %d)", MaxSpecParts, nc+ni), verr.Fields["cron_expressions"])
 		case longest > MaxSpecPartLength:
-			var verr *ValidationError
+			var verr *Error
 			require.ErrorAs(t, err, &verr)
 			require.Len(t, verr.Fields, 1, "only the long part is named: %v", verr.Fields)
 			for field, msg := range verr.Fields {

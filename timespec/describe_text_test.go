@@ -1,4 +1,4 @@
-package scheduling_test
+package timespec_test
 
 import (
 	"testing"
@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidelinehq/tideline/models"
-	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // The description comes in parts with the zone apart: the API's sentence
 // names the zone after each cron part, a view can name it once.
 func TestSpecTextPartsAndZone(t *testing.T) {
 	t.Parallel()
-	c, err := scheduling.Compile(models.Spec{CronExpressions: []string{"30 2 * * *"}, Intervals: []models.Interval{{Every: "PT15M"}}, Timezone: "America/New_York"})
+	c, err := timespec.Compile(models.Spec{CronExpressions: []string{"30 2 * * *"}, Intervals: []models.Interval{{Every: "PT15M"}}, Timezone: "America/New_York"})
 	require.NoError(t, err)
 	text := c.Text()
 	require.Equal(t, "America/New_York", text.Zone)
@@ -24,7 +24,7 @@ func TestSpecTextPartsAndZone(t *testing.T) {
 	require.Equal(t, text.Parts[0].Text+" (America/New_York); "+text.Parts[1].Text, text.String())
 	require.Equal(t, text.Parts[0].Text+"; "+text.Parts[1].Text, text.Sentence())
 
-	utc, err := scheduling.Compile(models.Spec{CronExpressions: []string{"@daily"}})
+	utc, err := timespec.Compile(models.Spec{CronExpressions: []string{"@daily"}})
 	require.NoError(t, err)
 	require.Equal(t, "UTC", utc.Text().Zone, "no zone is UTC")
 }
