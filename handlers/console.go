@@ -21,13 +21,26 @@ import (
 // Console serves the operator console (CONTRACT §8) under /waterline. Like the
 // JSON API it only adapts requests: every rule lives in the service, and the
 // handlers turn its results into the view models of views/.
+//
+// Each area depends on its own small interface of the service
+// (console_services.go); NewConsole wires one service into all of them.
 type Console struct {
-	Service *scheduling.Service
-	Version string
+	Schedules     ScheduleReader
+	Changes       ScheduleWriter
+	RunStore      RunKeeper
+	NotifierStore NotifierKeeper
+	Directory     NamespaceDirectory
+	Version       string
 	// Namespace, when set, is the only namespace this server serves.
 	Namespace string
 	// Clock is "now" for relative times, previews and backfill defaults.
 	Clock scheduling.Clock
+}
+
+// NewConsole is the console over one service, which serves every area.
+func NewConsole(svc ConsoleServices, version, namespace string, clock scheduling.Clock) *Console {
+	return &Console{Schedules: svc, Changes: svc, RunStore: svc, NotifierStore: svc, Directory: svc,
+		Version: version, Namespace: namespace, Clock: clock}
 }
 
 // Cookies of the console; both are scoped to /waterline.
@@ -265,8 +278,8 @@ func (r *request) namespaces() []string {
 		return p.Namespaces
 	}
 	var list []string
-	if r.h.Service != nil { // nil in tests of the server's plumbing
-		if found, err := r.h.Service.Namespaces(r.c.Request().Context()); err == nil {
+	if r.h.Directory != nil { // nil in tests of the server's plumbing
+		if found, err := r.h.Directory.Namespaces(r.c.Request().Context()); err == nil {
 			list = found // else the page still renders; the switcher offers what it knows
 		}
 	}

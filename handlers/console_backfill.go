@@ -62,7 +62,7 @@ func (r *request) renderBackfill(status int, v views.BackfillView) error {
 }
 
 func (r *request) backfillable(id string) (*models.Schedule, error) {
-	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	s, err := r.h.Schedules.Get(r.c.Request().Context(), r.ns, id)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error
 	}
 	start, _ := parseLocal(v.From, loc)
 	end, _ := parseLocal(v.To, loc)
-	rep, err := r.h.Service.Backfill(r.c.Request().Context(), r.ns, s.ScheduleID, scheduling.BackfillInput{
+	rep, err := r.h.Changes.Backfill(r.c.Request().Context(), r.ns, s.ScheduleID, scheduling.BackfillInput{
 		From: start, To: end, DryRun: true, Only: missed})
 	if err != nil {
 		return err
@@ -205,7 +205,7 @@ func (h *Console) Backfill(c echo.Context) error {
 	if len(v.Errors) > 0 {
 		return r.renderBackfill(http.StatusUnprocessableEntity, v)
 	}
-	rep, err := h.Service.Backfill(c.Request().Context(), r.ns, s.ScheduleID, in)
+	rep, err := h.Changes.Backfill(c.Request().Context(), r.ns, s.ScheduleID, in)
 	if err != nil {
 		var val *scheduling.ValidationError
 		var conf *scheduling.ConflictError

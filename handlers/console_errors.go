@@ -47,7 +47,7 @@ func (h *Console) ErrorPage(c echo.Context, status int, v views.ErrorView, signe
 // elsewhere links the schedule id in the other namespaces the viewer may
 // see (the switcher's list, so never one they may not) that hold it.
 func (r *request) elsewhere(id string) []views.Link {
-	if r.h.Service == nil {
+	if r.h.Directory == nil {
 		return nil
 	}
 	var others []string
@@ -56,7 +56,7 @@ func (r *request) elsewhere(id string) []views.Link {
 			others = append(others, ns)
 		}
 	}
-	holding, err := r.h.Service.NamespacesHolding(r.c.Request().Context(), id, others)
+	holding, err := r.h.Directory.NamespacesHolding(r.c.Request().Context(), id, others)
 	if err != nil {
 		return nil // a hint, not worth failing the error page for
 	}

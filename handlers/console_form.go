@@ -43,11 +43,11 @@ func (h *Console) CreateSchedule(c echo.Context) error {
 	if len(f.errs) > 0 {
 		// The service judges what could be read, writing nothing, so that
 		// one round trip shows every problem at once.
-		_, err := h.Service.PlanCreate(c.Request().Context(), in)
+		_, err := h.Changes.PlanCreate(c.Request().Context(), in)
 		f.alsoServiceErrors(err)
 		return r.formAgain(http.StatusUnprocessableEntity, v, f)
 	}
-	sch, err := h.Service.Create(c.Request().Context(), in, r.cc(""))
+	sch, err := h.Changes.Create(c.Request().Context(), in, r.cc(""))
 	if status, handled := f.serviceError(err); handled {
 		return r.formAgain(status, v, f)
 	} else if err != nil {
@@ -75,7 +75,7 @@ func (r *request) formAgain(status int, v views.ScheduleFormView, f *scheduleFor
 
 // editable loads a schedule the edit form may change.
 func (r *request) editable(id string) (*models.Schedule, error) {
-	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	s, err := r.h.Schedules.Get(r.c.Request().Context(), r.ns, id)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (h *Console) UpdateSchedule(c echo.Context) error {
 	v := r.editFormView(s, f.values)
 	v.Changes = f.changes(s)
 	if len(f.errs) > 0 {
-		_, err := h.Service.PlanUpdate(c.Request().Context(), r.ns, s.ScheduleID, f.update(v.Changes))
+		_, err := h.Changes.PlanUpdate(c.Request().Context(), r.ns, s.ScheduleID, f.update(v.Changes))
 		f.alsoServiceErrors(err)
 		return r.formAgain(http.StatusUnprocessableEntity, v, f)
 	}
@@ -141,7 +141,7 @@ func (h *Console) UpdateSchedule(c echo.Context) error {
 	if len(v.Changes) == 0 {
 		return r.redirect(detail, views.Flash{Kind: "ok", Message: "Nothing to save: the form matches " + s.ScheduleID + "."})
 	}
-	_, err = h.Service.Update(c.Request().Context(), r.ns, s.ScheduleID, f.update(v.Changes), r.cc(""))
+	_, err = h.Changes.Update(c.Request().Context(), r.ns, s.ScheduleID, f.update(v.Changes), r.cc(""))
 	if status, handled := f.serviceError(err); handled {
 		return r.formAgain(status, v, f)
 	} else if err != nil {

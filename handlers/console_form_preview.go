@@ -56,7 +56,7 @@ func (h *Console) Preview(c echo.Context) error {
 	v, valid := r.preview(f)
 	v.Live = true
 	if id := c.QueryParam("schedule_id"); id != "" {
-		if s, err := h.Service.Get(c.Request().Context(), r.ns, id); err == nil {
+		if s, err := h.Schedules.Get(c.Request().Context(), r.ns, id); err == nil {
 			v.Changes = f.changes(s)
 		}
 	}

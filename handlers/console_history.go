@@ -36,11 +36,11 @@ func (h *Console) History(c echo.Context) error {
 	id := c.Param("schedule_id")
 	// The schedule's zone, for the event times (Get also answers for
 	// deleted schedules, as History does).
-	s, err := h.Service.Get(c.Request().Context(), r.ns, id)
+	s, err := h.Schedules.Get(c.Request().Context(), r.ns, id)
 	if err != nil {
 		return err
 	}
-	page, err := h.Service.History(c.Request().Context(), r.ns, id, q)
+	page, err := h.Schedules.History(c.Request().Context(), r.ns, id, q)
 	if err != nil {
 		return err
 	}

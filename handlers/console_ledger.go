@@ -27,7 +27,7 @@ var fateRank = map[string]int{scheduling.FateMissed: 7, scheduling.FateSkipped: 
 func (r *request) readLedger(s *models.Schedule, from, to time.Time) (occ []scheduling.Occurrence, truncated bool, err error) {
 	q := scheduling.LedgerQuery{From: &from, To: &to}
 	for range ledgerMaxPages {
-		page, err := r.h.Service.Ledger(r.c.Request().Context(), r.ns, s.ScheduleID, q)
+		page, err := r.h.Schedules.Ledger(r.c.Request().Context(), r.ns, s.ScheduleID, q)
 		if err != nil {
 			return nil, false, err
 		}

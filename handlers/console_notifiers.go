@@ -73,7 +73,7 @@ func (h *Console) Notifiers(c echo.Context) error {
 }
 
 func (h *Console) notifiersPage(c echo.Context, r *request, status int, form views.NotifierFormView) error {
-	list, err := h.Service.ListNotifiers(c.Request().Context(), r.ns)
+	list, err := h.NotifierStore.ListNotifiers(c.Request().Context(), r.ns)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (h *Console) CreateNotifier(c echo.Context) error {
 	if formErrs != nil {
 		return fail(formErrs)
 	}
-	res, err := h.Service.CreateNotifier(c.Request().Context(), r.ns, in)
+	res, err := h.NotifierStore.CreateNotifier(c.Request().Context(), r.ns, in)
 	var val *scheduling.ValidationError
 	var conf *scheduling.ConflictError
 	switch {
@@ -124,7 +124,7 @@ func (h *Console) Notifier(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n, err := h.Service.GetNotifier(c.Request().Context(), r.ns, c.Param("name"))
+	n, err := h.NotifierStore.GetNotifier(c.Request().Context(), r.ns, c.Param("name"))
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (h *Console) Notifier(c echo.Context) error {
 }
 
 func (h *Console) notifierPage(c echo.Context, r *request, status int, n *models.Notifier, secret string, form *views.NotifierFormView) error {
-	page, err := h.Service.ListDeliveries(c.Request().Context(), r.ns, n.Name, c.QueryParam("cursor"), 0)
+	page, err := h.NotifierStore.ListDeliveries(c.Request().Context(), r.ns, n.Name, c.QueryParam("cursor"), 0)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (h *Console) UpdateNotifier(c echo.Context) error {
 	}
 	in.Name = name
 	if formErrs == nil {
-		_, err = h.Service.UpdateNotifier(c.Request().Context(), r.ns, in)
+		_, err = h.NotifierStore.UpdateNotifier(c.Request().Context(), r.ns, in)
 		var val *scheduling.ValidationError
 		switch {
 		case errors.As(err, &val):
@@ -191,7 +191,7 @@ func (h *Console) UpdateNotifier(c echo.Context) error {
 			return r.redirect(r.url(notifierURL(name)), views.Flash{Kind: "ok", Message: "Notifier saved."})
 		}
 	}
-	n, err := h.Service.GetNotifier(c.Request().Context(), r.ns, name)
+	n, err := h.NotifierStore.GetNotifier(c.Request().Context(), r.ns, name)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (h *Console) RotateNotifierSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.Service.UpdateNotifier(c.Request().Context(), r.ns, scheduling.NotifierInput{Name: c.Param("name"), RotateSecret: true})
+	res, err := h.NotifierStore.UpdateNotifier(c.Request().Context(), r.ns, scheduling.NotifierInput{Name: c.Param("name"), RotateSecret: true})
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (h *Console) TestNotifier(c echo.Context) error {
 	}
 	name := c.Param("name")
 	actor, _ := c.Get(ActorKey).(string)
-	d, err := h.Service.TestNotifier(c.Request().Context(), r.ns, name, actor)
+	d, err := h.NotifierStore.TestNotifier(c.Request().Context(), r.ns, name, actor)
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (h *Console) DeleteNotifier(c echo.Context) error {
 		return err
 	}
 	name := c.Param("name")
-	if err := h.Service.DeleteNotifier(c.Request().Context(), r.ns, name); err != nil {
+	if err := h.NotifierStore.DeleteNotifier(c.Request().Context(), r.ns, name); err != nil {
 		return err
 	}
 	return r.redirect(r.url(notifiersPath), views.Flash{Kind: "ok", Message: "Notifier " + name + " deleted."})

@@ -61,7 +61,7 @@ func (h *Console) Runs(c echo.Context) error {
 	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	var page *scheduling.RunPage
 	if err == nil {
-		page, err = h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{
+		page, err = h.RunStore.ListRuns(c.Request().Context(), scheduling.RunListFilter{
 			Namespace: r.ns, ScheduleID: scheduleID, Statuses: statuses, Cursor: cursor, Limit: int(limit)})
 	}
 	l := r.layout("Runs", "runs")
@@ -100,7 +100,7 @@ func (h *Console) Run(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.Service.DescribeRun(c.Request().Context(), r.ns, c.Param("run_id"))
+	d, err := h.RunStore.DescribeRun(c.Request().Context(), r.ns, c.Param("run_id"))
 	if err != nil {
 		return err
 	}
@@ -201,12 +201,12 @@ func (r *request) runEvent(e models.RunEvent, loc *time.Location) views.RunEvent
 
 // CancelRun answers POST /waterline/runs/{run_id}/cancel.
 func (h *Console) CancelRun(c echo.Context) error {
-	return h.runAction(c, h.Service.CancelRun, "Cancellation requested.")
+	return h.runAction(c, h.RunStore.CancelRun, "Cancellation requested.")
 }
 
 // TerminateRun answers POST /waterline/runs/{run_id}/terminate (reason).
 func (h *Console) TerminateRun(c echo.Context) error {
-	return h.runAction(c, h.Service.TerminateRun, "Run terminated.")
+	return h.runAction(c, h.RunStore.TerminateRun, "Run terminated.")
 }
 
 func (h *Console) runAction(c echo.Context, action func(ctx context.Context, ns, runID string, cc *scheduling.CommandContext) (*models.Run, error), done string) error {
@@ -224,7 +224,7 @@ func (h *Console) runAction(c echo.Context, action func(ctx context.Context, ns,
 		}
 		return r.redirect(target, views.Flash{Kind: "error", Message: msg})
 	}
-	run, err := h.Service.GetRun(c.Request().Context(), r.ns, id)
+	run, err := h.RunStore.GetRun(c.Request().Context(), r.ns, id)
 	if err != nil {
 		return err
 	}

@@ -130,7 +130,7 @@ func (h *Console) Registry(c echo.Context) error {
 		RefreshURL: self, BulkURL: r.url(registryPath + "/bulk"), CanBulk: r.canOperate(),
 		Filtered: status != "" || q != "" || label != "" || health != "", ClearFiltersURL: r.url(registryPath),
 	}
-	counts, err := h.Service.Counts(c.Request().Context(), r.ns)
+	counts, err := h.Schedules.Counts(c.Request().Context(), r.ns)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (h *Console) Registry(c echo.Context) error {
 	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
 	var page *scheduling.SchedulePage
 	if err == nil {
-		page, err = h.Service.List(c.Request().Context(), scheduling.ListFilter{
+		page, err = h.Schedules.List(c.Request().Context(), scheduling.ListFilter{
 			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit), Health: health, Sort: sort})
 	}
 	l := r.layout("Schedules", "schedules")
@@ -245,9 +245,9 @@ func (h *Console) Bulk(c echo.Context) error {
 	failedCount := 0
 	for _, id := range ids {
 		if action == "pause" {
-			_, err = h.Service.Pause(c.Request().Context(), r.ns, id, scheduling.PauseInput{Reason: reason}, r.cc(reason))
+			_, err = h.Changes.Pause(c.Request().Context(), r.ns, id, scheduling.PauseInput{Reason: reason}, r.cc(reason))
 		} else {
-			_, err = h.Service.Resume(c.Request().Context(), r.ns, id, r.cc(reason))
+			_, err = h.Changes.Resume(c.Request().Context(), r.ns, id, r.cc(reason))
 		}
 		if err == nil {
 			done++
@@ -306,7 +306,7 @@ func (r *request) finishRow(id string, f views.Flash, outcome *views.TriggerOutc
 	if !isHX(r.c) {
 		return r.redirect(r.returnTo(r.url(registryPath)), f)
 	}
-	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	s, err := r.h.Schedules.Get(r.c.Request().Context(), r.ns, id)
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func (h *Console) Pause(c echo.Context) error {
 		return r.rowResult(id, err, views.Flash{})
 	}
 	in.Until = until
-	_, err = h.Service.Pause(c.Request().Context(), r.ns, id, in, r.cc(reason))
+	_, err = h.Changes.Pause(c.Request().Context(), r.ns, id, in, r.cc(reason))
 	msg := "Paused " + id + "."
 	if reason != "" {
 		msg = fmt.Sprintf("Paused %s: %s", id, reason)
@@ -363,7 +363,7 @@ func (r *request) pauseUntil(id, preset, custom string) (*time.Time, error) {
 	if preset == "" {
 		return nil, nil
 	}
-	s, err := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	s, err := r.h.Schedules.Get(r.c.Request().Context(), r.ns, id)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func (h *Console) Resume(c echo.Context) error {
 		return err
 	}
 	id := c.Param("schedule_id")
-	_, err = h.Service.Resume(c.Request().Context(), r.ns, id, r.cc(""))
+	_, err = h.Changes.Resume(c.Request().Context(), r.ns, id, r.cc(""))
 	return r.rowResult(id, err, views.Flash{Kind: "ok", Message: "Resumed " + id + "; it fires next at its next occurrence from now."})
 }
 
@@ -401,7 +401,7 @@ func (h *Console) Trigger(c echo.Context) error {
 		return err
 	}
 	id := c.Param("schedule_id")
-	res, err := h.Service.Trigger(c.Request().Context(), r.ns, id, c.FormValue("overlap_policy"), r.cc(""))
+	res, err := h.Changes.Trigger(c.Request().Context(), r.ns, id, c.FormValue("overlap_policy"), r.cc(""))
 	if err != nil {
 		return r.rowResult(id, err, views.Flash{})
 	}
@@ -428,7 +428,7 @@ func (h *Console) DeleteConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := h.Service.Get(c.Request().Context(), r.ns, c.Param("schedule_id"))
+	s, err := h.Schedules.Get(c.Request().Context(), r.ns, c.Param("schedule_id"))
 	if err != nil {
 		return err
 	}
@@ -448,7 +448,7 @@ func (h *Console) Delete(c echo.Context) error {
 	}
 	id := c.Param("schedule_id")
 	if c.FormValue("confirm") != id {
-		s, err := h.Service.Get(c.Request().Context(), r.ns, id)
+		s, err := h.Schedules.Get(c.Request().Context(), r.ns, id)
 		if err != nil {
 			return err
 		}
@@ -458,7 +458,7 @@ func (h *Console) Delete(c echo.Context) error {
 		}
 		return Render(c, http.StatusUnprocessableEntity, views.DeleteConfirmPage(r.layout("Delete "+id, "schedules"), r.deleteView(s, msg)))
 	}
-	_, err = h.Service.Delete(c.Request().Context(), r.ns, id, r.cc(""))
+	_, err = h.Changes.Delete(c.Request().Context(), r.ns, id, r.cc(""))
 	return r.rowResult(id, err, views.Flash{Kind: "ok", Message: "Deleted " + id + ". It never fires again; its history stays readable.",
 		LinkURL: r.url(scheduleURL(id) + "/history"), LinkLabel: "History"})
 }
@@ -468,11 +468,11 @@ func (h *Console) Delete(c echo.Context) error {
 // registry's "deleted" filter leads somewhere and their history is a click
 // away.
 func (r *request) describe(id string) (*scheduling.Description, error) {
-	d, err := r.h.Service.Describe(r.c.Request().Context(), r.ns, id)
+	d, err := r.h.Schedules.Describe(r.c.Request().Context(), r.ns, id)
 	if !errors.Is(err, scheduling.ErrNotFound) {
 		return d, err
 	}
-	s, getErr := r.h.Service.Get(r.c.Request().Context(), r.ns, id)
+	s, getErr := r.h.Schedules.Get(r.c.Request().Context(), r.ns, id)
 	if getErr != nil || s.Status != models.StatusDeleted {
 		return nil, err
 	}
@@ -493,7 +493,7 @@ func (h *Console) Detail(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	runs, err := h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{Namespace: r.ns, ScheduleID: d.Schedule.ScheduleID, Limit: 10})
+	runs, err := h.RunStore.ListRuns(c.Request().Context(), scheduling.RunListFilter{Namespace: r.ns, ScheduleID: d.Schedule.ScheduleID, Limit: 10})
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	// every state change. The API above takes bearer tokens only, so it
 	// needs no CSRF token.
 	cRead, cOperate, cAdmin := g.console(auth.Read), g.console(auth.Operate), g.console(auth.Admin)
-	console := &handlers.Console{Service: d.Service, Version: d.Version, Namespace: d.Namespace, Clock: d.Clock}
+	console := handlers.NewConsole(d.Service, d.Version, d.Namespace, d.Clock)
 	e.HTTPErrorHandler = errorHandler(d.Logger, &errorPages{console: console, guard: g})
 	login := &handlers.Login{Store: d.Auth.Store, Sessions: d.Auth.Sessions, Clock: d.Clock, Version: d.Version}
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/waterline") })

@@ -1,0 +1,77 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// What the console's pages need of the service, by area. *scheduling.Service
+// provides all of them; each page uses only its area's interface, so a page
+// can be built and tested with just what it reads or changes (see
+// console_services_test.go), and what a page may do is visible in its type.
+
+// ScheduleReader serves the registry, the schedule page, its history and
+// its ledger.
+type ScheduleReader interface {
+	Get(ctx context.Context, namespace, scheduleID string) (*models.Schedule, error)
+	Describe(ctx context.Context, namespace, scheduleID string) (*scheduling.Description, error)
+	List(ctx context.Context, f scheduling.ListFilter) (*scheduling.SchedulePage, error)
+	Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error)
+	History(ctx context.Context, namespace, scheduleID string, q scheduling.HistoryQuery) (*scheduling.HistoryPage, error)
+	Ledger(ctx context.Context, namespace, scheduleID string, q scheduling.LedgerQuery) (*scheduling.LedgerPage, error)
+}
+
+// ScheduleWriter serves the create and edit forms and the schedule actions.
+type ScheduleWriter interface {
+	Create(ctx context.Context, in scheduling.CreateInput, cc *scheduling.CommandContext) (*models.Schedule, error)
+	PlanCreate(ctx context.Context, in scheduling.CreateInput) (*models.Schedule, error)
+	Update(ctx context.Context, namespace, scheduleID string, in scheduling.UpdateInput, cc *scheduling.CommandContext) (*models.Schedule, error)
+	PlanUpdate(ctx context.Context, namespace, scheduleID string, in scheduling.UpdateInput) (*scheduling.UpdatePlan, error)
+	Pause(ctx context.Context, namespace, scheduleID string, in scheduling.PauseInput, cc *scheduling.CommandContext) (*models.Schedule, error)
+	Resume(ctx context.Context, namespace, scheduleID string, cc *scheduling.CommandContext) (*models.Schedule, error)
+	Trigger(ctx context.Context, namespace, scheduleID, overridePolicy string, cc *scheduling.CommandContext) (scheduling.FireResult, error)
+	Backfill(ctx context.Context, namespace, scheduleID string, in scheduling.BackfillInput) (*scheduling.BackfillReport, error)
+	Delete(ctx context.Context, namespace, scheduleID string, cc *scheduling.CommandContext) (*models.Schedule, error)
+}
+
+// RunKeeper serves the runs list, the run page and its actions (and the
+// schedule page's recent runs).
+type RunKeeper interface {
+	ListRuns(ctx context.Context, f scheduling.RunListFilter) (*scheduling.RunPage, error)
+	GetRun(ctx context.Context, namespace, runID string) (*models.Run, error)
+	DescribeRun(ctx context.Context, namespace, runID string) (*scheduling.RunDescription, error)
+	CancelRun(ctx context.Context, namespace, runID string, cc *scheduling.CommandContext) (*models.Run, error)
+	TerminateRun(ctx context.Context, namespace, runID string, cc *scheduling.CommandContext) (*models.Run, error)
+}
+
+// NotifierKeeper serves the notifiers pages.
+type NotifierKeeper interface {
+	ListNotifiers(ctx context.Context, namespace string) ([]models.Notifier, error)
+	GetNotifier(ctx context.Context, namespace, name string) (*models.Notifier, error)
+	CreateNotifier(ctx context.Context, namespace string, in scheduling.NotifierInput) (*scheduling.NotifierResult, error)
+	UpdateNotifier(ctx context.Context, namespace string, in scheduling.NotifierInput) (*scheduling.NotifierResult, error)
+	DeleteNotifier(ctx context.Context, namespace, name string) error
+	TestNotifier(ctx context.Context, namespace, name, actor string) (*models.Delivery, error)
+	ListDeliveries(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.DeliveryPage, error)
+}
+
+// NamespaceDirectory answers which namespaces exist (the switcher) and which
+// of some hold a schedule ID (a 404's hint).
+type NamespaceDirectory interface {
+	Namespaces(ctx context.Context) ([]string, error)
+	NamespacesHolding(ctx context.Context, scheduleID string, namespaces []string) ([]string, error)
+}
+
+// ConsoleServices is everything the console uses, as *scheduling.Service
+// provides it: NewConsole wires one service into every area.
+type ConsoleServices interface {
+	ScheduleReader
+	ScheduleWriter
+	RunKeeper
+	NotifierKeeper
+	NamespaceDirectory
+}
+
+var _ ConsoleServices = (*scheduling.Service)(nil)
