@@ -37,10 +37,15 @@ type Console struct {
 	Clock scheduling.Clock
 }
 
-// NewConsole is the console over one service, which serves every area.
-func NewConsole(svc ConsoleServices, version, namespace string, clock scheduling.Clock) *Console {
-	return &Console{Schedules: svc, Changes: svc, RunStore: svc, NotifierStore: svc, Directory: svc,
-		Version: version, Namespace: namespace, Clock: clock}
+// NewConsole is the console over one service, which serves every area. A
+// nil service (tests of the server's plumbing) leaves every area nil, so
+// the pages that can render without one (errors, the layout) still do.
+func NewConsole(svc *scheduling.Service, version, namespace string, clock scheduling.Clock) *Console {
+	h := &Console{Version: version, Namespace: namespace, Clock: clock}
+	if svc != nil {
+		h.Schedules, h.Changes, h.RunStore, h.NotifierStore, h.Directory = svc, svc, svc, svc, svc
+	}
+	return h
 }
 
 // Cookies of the console; both are scoped to /waterline.

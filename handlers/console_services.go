@@ -65,7 +65,8 @@ type NamespaceDirectory interface {
 }
 
 // ConsoleServices is everything the console uses, as *scheduling.Service
-// provides it: NewConsole wires one service into every area.
+// provides it (checked here at compile time); NewConsole wires it into
+// every area.
 type ConsoleServices interface {
 	ScheduleReader
 	ScheduleWriter
