@@ -80,7 +80,7 @@ func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
 		return nil, err
 	}
 	var applied []string
-	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	apply := func(ctx context.Context, tx bun.Tx) error {
 		if database.IsPostgres(db) {
 			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(lockKey)); err != nil {
 				return fmt.Errorf("lock migrations: %w", err)
@@ -114,11 +114,51 @@ func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
 			applied = append(applied, m.Name)
 		}
 		return nil
-	})
+	}
+	if database.IsPostgres(db) {
+		err = db.RunInTx(ctx, nil, apply)
+	} else {
+		err = applySQLite(ctx, db, apply)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return applied, nil
+}
+
+// applySQLite runs apply with foreign-key enforcement off, as SQLite's
+// procedure for rebuilding a table requires (its DROP TABLE would otherwise
+// delete the rows that reference it), and checks every key before the
+// transaction commits: a migration that breaks one fails whole. The pragma
+// is a no-op inside a transaction, so it is set on the connection first.
+func applySQLite(ctx context.Context, db *bun.DB, apply func(ctx context.Context, tx bun.Tx) error) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return fmt.Errorf("migrate: foreign keys off: %w", err)
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON") }()
+	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := apply(ctx, tx); err != nil {
+			return err
+		}
+		var broken []struct {
+			Table  string `bun:"table"`
+			RowID  *int64 `bun:"rowid"`
+			Parent string `bun:"parent"`
+			FKID   int    `bun:"fkid"`
+		}
+		if err := tx.NewRaw("PRAGMA foreign_key_check").Scan(ctx, &broken); err != nil {
+			return fmt.Errorf("migrate: check foreign keys: %w", err)
+		}
+		if len(broken) > 0 {
+			return fmt.Errorf("migrate: %d rows break a foreign key (first: %s → %s)", len(broken), broken[0].Table, broken[0].Parent)
+		}
+		return nil
+	})
 }
 
 // Pending returns how many embedded migrations the database has not applied
