@@ -21,7 +21,9 @@ func ExpiredRuns(ctx context.Context, db bun.IDB, before time.Time, limit int) (
 	var out []ExpiredRun
 	err := db.NewSelect().Model((*Run)(nil)).Column("r.id").
 		Where("r.finished_at IS NOT NULL AND r.finished_at < ?", before).
-		Where("NOT EXISTS (SELECT 1 FROM workflow_schedules AS s WHERE s.latest_run_id = r.id)").
+		// By the run's own schedule's primary key: an index on latest_run_id
+		// would take an entry on every fire (migration 0009).
+		Where("NOT EXISTS (SELECT 1 FROM workflow_schedules AS s WHERE s.id = r.workflow_schedule_id AND s.latest_run_id = r.id)").
 		OrderExpr("r.finished_at ASC").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("list expired runs: %w", err)

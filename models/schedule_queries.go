@@ -2,12 +2,14 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/tidelinehq/tideline/database"
 )
@@ -357,12 +359,32 @@ func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, af
 	return out, more, nil
 }
 
-// InsertScheduleEvents appends many audit events in one statement.
+// InsertScheduleEvents appends many audit events in one statement; on
+// PostgreSQL one typed array per column through unnest (see InsertRuns).
 func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent) error {
 	if len(list) == 0 {
 		return nil
 	}
-	if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+	if !database.IsPostgres(db) {
+		if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+			return fmt.Errorf("insert schedule events: %w", err)
+		}
+		return nil
+	}
+	n := len(list)
+	id, scheduleULID, eventType, payload := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	instanceID, runID := make([]*string, n), make([]*string, n)
+	sequence, recordedAt := make([]int64, n), make([]time.Time, n)
+	for i, e := range list {
+		id[i], scheduleULID[i], eventType[i], payload[i] = e.ID, e.WorkflowScheduleID, e.EventType, string(e.Payload)
+		instanceID[i], runID[i], sequence[i], recordedAt[i] = e.WorkflowInstanceID, e.WorkflowRunID, e.Sequence, e.RecordedAt
+	}
+	_, err := db.NewRaw(`INSERT INTO workflow_schedule_history_events (id, workflow_schedule_id, event_type, payload,
+			workflow_instance_id, workflow_run_id, sequence, recorded_at)
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::text[], ?::bigint[], ?::timestamptz[])`,
+		pgdialect.Array(id), pgdialect.Array(scheduleULID), pgdialect.Array(eventType), pgdialect.Array(payload),
+		pgdialect.Array(instanceID), pgdialect.Array(runID), pgdialect.Array(sequence), pgdialect.Array(recordedAt)).Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("insert schedule events: %w", err)
 	}
 	return nil
@@ -380,12 +402,62 @@ var FireColumns = []string{
 }
 
 // UpdateSchedules writes the FireColumns of many schedules back in one
-// statement (UPDATE … FROM (VALUES …)).
+// statement: on PostgreSQL UPDATE … FROM unnest of one typed array per
+// column (see InsertRuns; its SET list is FireColumns, spelled out for
+// the casts), elsewhere bun's UPDATE … FROM (VALUES …).
 func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 	if len(list) == 0 {
 		return nil
 	}
-	if _, err := db.NewUpdate().Model(&list).Column(FireColumns...).Bulk().Exec(ctx); err != nil {
+	if !database.IsPostgres(db) {
+		if _, err := db.NewUpdate().Model(&list).Column(FireColumns...).Bulk().Exec(ctx); err != nil {
+			return fmt.Errorf("update schedules: %w", err)
+		}
+		return nil
+	}
+	n := len(list)
+	var (
+		id, status, buffered, recent                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		skipReason, latestInstance, latestRun                  = make([]*string, n), make([]*string, n), make([]*string, n)
+		remaining                                              = make([]*int64, n)
+		fires, startFailures, skipped, depth, sequence         = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		skippedAt, nextFire, nextNominal, lastFired, deletedAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		updatedAt                                              = make([]time.Time, n)
+	)
+	for i, s := range list {
+		b, err := json.Marshal(nonNil(s.BufferedActions))
+		if err != nil {
+			return fmt.Errorf("update schedules: encode buffered actions: %w", err)
+		}
+		r, err := json.Marshal(nonNil(s.RecentActions))
+		if err != nil {
+			return fmt.Errorf("update schedules: encode recent actions: %w", err)
+		}
+		id[i], status[i], buffered[i], recent[i] = s.ID, s.Status, string(b), string(r)
+		skipReason[i], latestInstance[i], latestRun[i], remaining[i] = s.LastSkipReason, s.LatestInstanceID, s.LatestRunID, s.RemainingActions
+		fires[i], startFailures[i], skipped[i], depth[i], sequence[i] = s.FiresCount, s.StartFailuresCount, s.SkippedTriggerCount, int64(s.BufferDepth), s.LastSequence
+		skippedAt[i], nextFire[i], nextNominal[i], lastFired[i], deletedAt[i] = s.LastSkippedAt, s.NextFireAt, s.NextNominalAt, s.LastFiredAt, s.DeletedAt
+		updatedAt[i] = s.UpdatedAt
+	}
+	_, err := db.NewRaw(`UPDATE workflow_schedules AS s SET status = v.status, remaining_actions = v.remaining_actions,
+			fires_count = v.fires_count, start_failures_count = v.start_failures_count, skipped_trigger_count = v.skipped_trigger_count,
+			last_skip_reason = v.last_skip_reason, last_skipped_at = v.last_skipped_at, next_fire_at = v.next_fire_at,
+			next_nominal_at = v.next_nominal_at, last_fired_at = v.last_fired_at, latest_instance_id = v.latest_instance_id,
+			latest_run_id = v.latest_run_id, buffered_actions = v.buffered_actions, buffer_depth = v.buffer_depth,
+			recent_actions = v.recent_actions, last_sequence = v.last_sequence, deleted_at = v.deleted_at, updated_at = v.updated_at
+		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[],
+			?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::jsonb[], ?::int[], ?::jsonb[],
+			?::bigint[], ?::timestamptz[], ?::timestamptz[])
+			AS v (id, status, remaining_actions, fires_count, start_failures_count, skipped_trigger_count, last_skip_reason,
+			last_skipped_at, next_fire_at, next_nominal_at, last_fired_at, latest_instance_id, latest_run_id, buffered_actions,
+			buffer_depth, recent_actions, last_sequence, deleted_at, updated_at)
+		WHERE s.id = v.id`,
+		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(remaining), pgdialect.Array(fires),
+		pgdialect.Array(startFailures), pgdialect.Array(skipped), pgdialect.Array(skipReason), pgdialect.Array(skippedAt),
+		pgdialect.Array(nextFire), pgdialect.Array(nextNominal), pgdialect.Array(lastFired), pgdialect.Array(latestInstance),
+		pgdialect.Array(latestRun), pgdialect.Array(buffered), pgdialect.Array(depth), pgdialect.Array(recent),
+		pgdialect.Array(sequence), pgdialect.Array(deletedAt), pgdialect.Array(updatedAt)).Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
 	return nil
@@ -452,4 +524,13 @@ func CountSchedules(ctx context.Context, db bun.IDB, namespace string, now, stal
 		return c, fmt.Errorf("count schedules: %w", err)
 	}
 	return c, nil
+}
+
+// nonNil keeps an empty list a JSON array ("[]", as the columns' default)
+// rather than null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
 }

@@ -20,3 +20,18 @@ ALTER TABLE workflow_runs ADD COLUMN trigger_number bigint;
 ALTER TABLE workflow_runs ADD COLUMN trigger_cron text;
 ALTER TABLE workflow_runs ADD COLUMN trigger_timezone text;
 ALTER TABLE workflow_runs ADD COLUMN trigger_overlap_policy text;
+
+-- What else a fire used to maintain for nobody:
+--
+-- The foreign keys from runs and audit events to their schedule ran a
+-- trigger per inserted row (a SELECT … FOR KEY SHARE of the schedule the
+-- fire holds locked already). Both are written only under that row lock,
+-- by the service, and schedules are never deleted while they have either:
+-- delete is a soft delete, and the purge removes runs and events first.
+-- (notification_deliveries has no such key for the same reason.)
+ALTER TABLE workflow_runs DROP CONSTRAINT workflow_runs_workflow_schedule_id_fkey;
+ALTER TABLE workflow_schedule_history_events DROP CONSTRAINT workflow_schedule_history_events_workflow_schedule_id_fkey;
+-- Every fire changes latest_run_id, so this index took an entry per fire.
+-- Its one reader, retention's "never a schedule's latest run", now looks
+-- the run's own schedule up by primary key instead.
+DROP INDEX workflow_schedules_latest_run_idx;

@@ -69,3 +69,8 @@ CREATE INDEX workflow_runs_cancel_requested_idx ON workflow_runs (cancel_request
 CREATE INDEX workflow_runs_finished_idx ON workflow_runs (finished_at) WHERE finished_at IS NOT NULL;
 CREATE INDEX workflow_runs_start_deadline_idx ON workflow_runs (start_deadline_at)
     WHERE start_deadline_at IS NOT NULL AND status = 'pending';
+
+-- As on PostgreSQL: retention finds a run's schedule by primary key, so
+-- the index on latest_run_id, which every fire wrote, goes. (SQLite keeps
+-- its foreign keys: they are an index probe there, not a trigger.)
+DROP INDEX workflow_schedules_latest_run_idx;
