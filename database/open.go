@@ -146,6 +146,31 @@ func JSONTextParam(db bun.IDB, column string) string {
 	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
 
+// JSONWithFields is the dialect's expression for the JSON object in column
+// with the top-level keys set to the given column expressions, in the
+// order of keys (SQLite appends new keys in that order; PostgreSQL's jsonb
+// orders keys itself). keys and expressions must be constants.
+func JSONWithFields(db bun.IDB, column string, keys []string, exprs map[string]string) string {
+	var b strings.Builder
+	if IsPostgres(db) {
+		b.WriteString("(" + column + " || jsonb_build_object(")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("'" + k + "', " + exprs[k])
+		}
+		b.WriteString("))")
+		return b.String()
+	}
+	b.WriteString("json_set(" + column)
+	for _, k := range keys {
+		b.WriteString(", '$." + k + "', " + exprs[k])
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 // redact hides a password in a connection URL before it reaches a log or an error.
 func redact(raw string) string {
 	u, err := url.Parse(raw)

@@ -345,6 +345,8 @@ func InsertScheduleEvent(ctx context.Context, db bun.IDB, e *ScheduleEvent) erro
 func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, after int64, limit int) ([]ScheduleEvent, bool, error) {
 	var out []ScheduleEvent
 	err := db.NewSelect().Model(&out).
+		ColumnExpr("se.id, se.workflow_schedule_id, se.sequence, se.event_type, se.workflow_instance_id, se.workflow_run_id, se.recorded_at").
+		ColumnExpr(servedPayload(db) + " AS payload").
 		Where("se.workflow_schedule_id = ? AND se.sequence > ?", scheduleULID, after).
 		OrderExpr("se.sequence ASC").
 		Limit(int64(limit + 1)).
@@ -357,6 +359,20 @@ func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, af
 		out = out[:limit]
 	}
 	return out, more, nil
+}
+
+// servedPayload is the payload column with the keys of PayloadFromColumns
+// set again from the event's columns.
+func servedPayload(db bun.IDB) string {
+	expr := "se.payload"
+	for eventType, keys := range PayloadFromColumns {
+		fields := make(map[string]string, len(keys))
+		for _, k := range keys {
+			fields[k] = "se." + k
+		}
+		expr = "CASE WHEN se.event_type = '" + eventType + "' THEN " + database.JSONWithFields(db, "se.payload", keys, fields) + " ELSE " + expr + " END"
+	}
+	return expr
 }
 
 // InsertScheduleEvents appends many audit events in one statement; on

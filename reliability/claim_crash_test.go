@@ -27,10 +27,10 @@ import (
 type freezeBeforeCommit struct {
 	// runs counts the rows the frozen batch inserted into workflow_runs
 	// (uncommitted when the hook freezes).
-	runs int64
-	once      sync.Once
-	reached   chan struct{}
-	release   chan struct{}
+	runs    int64
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
 }
 
 func (h *freezeBeforeCommit) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {

@@ -137,7 +137,7 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType str
 	if err := validatePayload(eventType, payload); err != nil {
 		return err
 	}
-	body, err := json.Marshal(payload)
+	body, err := json.Marshal(storedPayload(eventType, payload))
 	if err != nil {
 		return fmt.Errorf("encode %s payload: %w", eventType, err)
 	}
@@ -157,6 +157,25 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, eventType str
 		ev.WorkflowRunID = &runID
 	}
 	return r.w.insertScheduleEvent(ctx, ev)
+}
+
+// storedPayload leaves out of the stored payload the keys that repeat the
+// event's own columns (models.PayloadFromColumns): ScheduleTriggered — one
+// per fire, most of the audit stream — names its instance and run in both,
+// and reading puts them back, so readers see SPEC §6's keys either way.
+func storedPayload(eventType string, payload map[string]any) map[string]any {
+	keys := models.PayloadFromColumns[eventType]
+	if len(keys) == 0 {
+		return payload
+	}
+	stored := make(map[string]any, len(payload))
+	for k, v := range payload {
+		stored[k] = v
+	}
+	for _, k := range keys {
+		delete(stored, k)
+	}
+	return stored
 }
 
 // timeOrNil renders an optional instant for a payload.

@@ -89,8 +89,27 @@ func BenchmarkFireThroughput(b *testing.B) {
 			b.ReportMetric(float64(fired)/elapsed.Seconds(), "fires/s")
 			if database.IsPostgres(db) && fired > 0 {
 				b.ReportMetric(float64(fireTablesSize(b, db)-sizeBefore)/float64(fired), "bytes/fire")
+				logRelationSizes(b, db, fired)
 			}
 		})
+	}
+}
+
+// logRelationSizes logs each table's and index's size per fire, largest
+// first, to show where a fire's bytes go.
+func logRelationSizes(b *testing.B, db *bun.DB, fires int) {
+	var rows []struct {
+		Name string `bun:"name"`
+		Size int64  `bun:"size"`
+	}
+	err := db.NewRaw(`SELECT c.relname AS name, pg_relation_size(c.oid) AS size FROM pg_class c
+		WHERE c.relkind IN ('r', 'i', 't') AND c.relnamespace = current_schema()::regnamespace AND pg_relation_size(c.oid) > 0
+		ORDER BY 2 DESC`).Scan(context.Background(), &rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range rows {
+		b.Logf("%-60s %8.0f bytes/fire", r.Name, float64(r.Size)/float64(fires))
 	}
 }
 
