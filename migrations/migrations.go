@@ -75,6 +75,12 @@ func Load(db bun.IDB) ([]Migration, error) {
 // safe to call from several processes at once: PostgreSQL serialises them on
 // an advisory lock held for the transaction, SQLite on its write lock.
 func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
+	return applyUpTo(ctx, db, 0)
+}
+
+// applyUpTo applies the migrations up to version upTo (all when 0): an
+// upgrade test builds an older schema with it.
+func applyUpTo(ctx context.Context, db *bun.DB, upTo int) ([]string, error) {
 	all, err := Load(db)
 	if err != nil {
 		return nil, err
@@ -101,7 +107,7 @@ func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
 			done[v] = true
 		}
 		for _, m := range all {
-			if done[m.Version] {
+			if done[m.Version] || (upTo > 0 && m.Version > upTo) {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {

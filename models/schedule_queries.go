@@ -346,7 +346,7 @@ func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, af
 	var out []ScheduleEvent
 	err := db.NewSelect().Model(&out).
 		ColumnExpr("se.id, se.workflow_schedule_id, se.sequence, se.event_type, se.workflow_instance_id, se.workflow_run_id, se.recorded_at").
-		ColumnExpr(servedPayload(db) + " AS payload").
+		ColumnExpr(servedPayload(db)+" AS payload").
 		Where("se.workflow_schedule_id = ? AND se.sequence > ?", scheduleULID, after).
 		OrderExpr("se.sequence ASC").
 		Limit(int64(limit + 1)).
