@@ -138,15 +138,21 @@ func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Clai
 // the rows stay locked until the caller's transaction ends.
 func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limit int, startAnyway []string) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
+	// The latest run is looked up by a correlated subquery on its primary
+	// key, not a join: right after an instant has added 100,000 runs, the
+	// planner's statistics still see a small runs table, and a join planned
+	// on them scanned every run for each schedule (a claim ran for minutes).
+	// Under the OR the subquery stays a per-row primary-key probe, made only
+	// for schedules whose policy does not start anyway.
 	err := tx.NewSelect().Model(&out).
 		ColumnExpr("s.*").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ? AND s.next_fire_at = ? AND s.id > ?", StatusActive, at, afterID).
 		Where("s.buffer_depth = 0").
-		Where("(s.overlap_policy IN (?) OR r.id IS NULL OR r.status NOT IN (?))", bun.In(startAnyway), bun.In(ActiveRunStatuses)).
+		Where("(s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
+			bun.In(startAnyway), bun.In(ActiveRunStatuses)).
 		OrderExpr("s.next_fire_at ASC, s.id ASC").
 		Limit(int64(limit)).
-		For("UPDATE OF s SKIP LOCKED").
+		For("UPDATE SKIP LOCKED").
 		Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
