@@ -127,7 +127,7 @@ func measureFireLag(b *testing.B, url string, n, minutes int, flags []string) la
 	// How far ahead the replica prepared, as it logged it.
 	if logged, err := os.ReadFile(r.log.Name()); err == nil {
 		for line := range strings.Lines(string(logged)) {
-			if strings.Contains(line, "prepared fires committed") {
+			if strings.Contains(line, "prepared fires committed") || strings.Contains(line, "preparer done") {
 				b.Logf("replica: %s", strings.TrimSpace(line))
 			}
 		}

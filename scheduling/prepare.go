@@ -148,10 +148,16 @@ func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, d
 	var (
 		all     []TickRow
 		slowest time.Duration
+		batches int
+		stop    = "caught up"
 	)
+	defer func() {
+		s.logger.Debug("preparer done", "at", at, "fires", len(all), "batches", batches, "slowest_batch", slowest, "stopped", stop)
+	}()
 	for {
 		started := s.clock.Now()
 		if started.Add(slowest * 3 / 2).After(deadline) {
+			stop = "deadline"
 			break
 		}
 		rows, err := savepoint(ctx, tx, func() ([]TickRow, error) { return s.fastBatch(ctx, tx, phase, at) })
@@ -161,9 +167,11 @@ func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, d
 				return nil, nil, ctx.Err()
 			}
 			s.logger.Warn("preparing fires ahead stopped; the rest fire at the instant", "at", at, "err", err)
+			stop = "failed batch"
 			break
 		}
 		all = append(all, rows...)
+		batches++
 		slowest = max(slowest, s.clock.Now().Sub(started))
 		if len(rows) < limit {
 			break
