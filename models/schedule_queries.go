@@ -201,14 +201,14 @@ func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
 // and whose latest run has finished (or never existed).
 func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
+	// A primary-key probe of the latest run, not a join (see ClaimAt).
 	q := tx.NewSelect().Model(&out).
 		ColumnExpr("s.*").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ? AND s.buffer_depth > 0", StatusActive).
-		Where("(r.id IS NULL OR r.status NOT IN (?))", bun.In(ActiveRunStatuses)).
+		Where("(s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))", bun.In(ActiveRunStatuses)).
 		OrderExpr("s.id ASC").
 		Limit(int64(limit))
-	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
+	q = database.Lock(q, "UPDATE SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim drainable schedules: %w", err)
 	}
