@@ -70,6 +70,10 @@ type Prepared struct {
 // schedules (SKIP LOCKED) and commit together at the instant.
 const prepareParallelism = 2
 
+// maxPrepareRescans bounds how often a preparer walks the instant's range
+// again from its start once its cursor reached the end.
+const maxPrepareRescans = 2
+
 // CanPrepare reports whether the database supports preparing fires ahead.
 func (s *Service) CanPrepare() bool { return database.IsPostgres(s.db) }
 
@@ -149,10 +153,11 @@ func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, d
 		all     []TickRow
 		slowest time.Duration
 		batches int
+		rescans int
 		stop    = "caught up"
 	)
 	defer func() {
-		s.logger.Debug("preparer done", "at", at, "fires", len(all), "batches", batches, "slowest_batch", slowest, "stopped", stop)
+		s.logger.Debug("preparer done", "at", at, "fires", len(all), "batches", batches, "rescans", rescans, "slowest_batch", slowest, "stopped", stop)
 	}()
 	for {
 		started := s.clock.Now()
@@ -174,7 +179,16 @@ func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, d
 		batches++
 		slowest = max(slowest, s.clock.Now().Sub(started))
 		if len(rows) < limit {
-			break
+			// The cursor passed rows the sibling preparer held at that
+			// moment; a 100,000-schedule instant showed such holes (half
+			// the instant left to the regular tick). Walking the range once
+			// more from its start finds what is still free; rows this
+			// transaction already moved are no longer in it.
+			if rescans == maxPrepareRescans || afterID == "" {
+				break
+			}
+			rescans++
+			afterID = ""
 		}
 	}
 	if len(all) == 0 {
