@@ -203,9 +203,9 @@ func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, d
 // Commit makes the prepared fires visible. Before the instant it refuses
 // (the transactions stay open); more than MaxCommitDelay after it, it rolls
 // the fires back and returns a CommitTooLateError. The transactions commit
-// one after the other, a fraction of a millisecond apart; should one fail,
-// the others' fires stand (each holds whole fires of its own schedules) and
-// the failed one's schedules fire through the regular tick.
+// at once (each on its own connection); should one fail, the others' fires
+// stand (each holds whole fires of its own schedules) and the failed one's
+// schedules fire through the regular tick.
 func (p *Prepared) Commit(ctx context.Context) error {
 	if len(p.txs) == 0 {
 		return nil
@@ -222,9 +222,15 @@ func (p *Prepared) Commit(ctx context.Context) error {
 	}
 	txs := p.txs
 	p.txs = nil
+	errs := make([]error, len(txs))
+	var wg sync.WaitGroup
+	for i, tx := range txs {
+		wg.Go(func() { errs[i] = tx.Commit() })
+	}
+	wg.Wait()
 	var firstErr error
-	for _, tx := range txs {
-		if err := tx.Commit(); err != nil && firstErr == nil {
+	for _, err := range errs {
+		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("commit prepared fires: %w", err)
 		}
 	}
