@@ -24,7 +24,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	cfg.bindServer(fs, e)
 	noLoop := fs.Bool("no-loop", envOr(e, "TIDELINE_NO_LOOP", "") == "1", "do not run the scheduling loop (UI/API-only replica) (env TIDELINE_NO_LOOP=1)")
 	loopPeriod := fs.Duration("loop-period", time.Second, "how often the scheduling loop looks for due schedules")
-	fireAhead := fs.Duration("fire-ahead", 10*time.Second, "PostgreSQL: prepare fires up to this long before their instant and commit them at it, so thousands due at once start on time (0 disables)")
+	fireAhead := fs.Duration("fire-ahead", time.Minute, "PostgreSQL: prepare fires up to this long before their instant and commit them at it, so thousands due at once start on time (0 disables)")
 	tokensFile := fs.String("tokens-file", envOr(e, "TIDELINE_TOKENS_FILE", ""), "YAML/JSON file of principals and token hashes (env TIDELINE_TOKENS_FILE; or the document itself in TIDELINE_TOKENS)")
 	sessionSecret := fs.String("session-secret", envOr(e, "TIDELINE_SESSION_SECRET", ""), "key that signs console sessions, ≥16 chars; set the same on every replica (env TIDELINE_SESSION_SECRET; default: random per process)")
 	sessionTTL := fs.Duration("session-ttl", 12*time.Hour, "how long a console login lasts")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
@@ -36,9 +37,23 @@ type Dialect interface {
 	// the driver's error code (not by matching message text, which drivers
 	// are free to reword).
 	IsUniqueViolation(err error) bool
-	// LockForMigration serialises schema changes of several processes for
-	// the rest of tx (SQLite's write lock already does).
-	LockForMigration(ctx context.Context, tx bun.Tx, key int64) error
+	// JSONWithFields is the expression for the JSON object in column with
+	// the top-level keys set to the given column expressions, in the order
+	// of keys. keys and expressions must be constants.
+	JSONWithFields(column string, keys []string, exprs map[string]string) string
+	// TypedArrays reports whether a Go slice binds as one typed array
+	// parameter (pgdialect.Array), so a batch of rows can be written by
+	// unnest with a statement the same size for 1 row or 500. Without it,
+	// batches take bun's multi-row VALUES.
+	TypedArrays() bool
+	// MigrationTx runs fn, the schema changes, in one transaction that
+	// several processes serialise on (an advisory lock keyed by key on
+	// PostgreSQL, the write lock on SQLite). On SQLite foreign keys are off
+	// inside it, as its procedure for rebuilding a table requires (DROP
+	// TABLE would otherwise delete the rows that reference it), and every
+	// key is checked before the commit: a migration that breaks one fails
+	// whole.
+	MigrationTx(ctx context.Context, db *bun.DB, key int64, fn func(ctx context.Context, tx bun.Tx) error) error
 	// SingleWriter reports whether the database has one connection and one
 	// writer (SQLite): no pool to size, writers wait on a file lock.
 	SingleWriter() bool
@@ -81,11 +96,27 @@ func (postgres) IsUniqueViolation(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "23505"
 }
-func (postgres) LockForMigration(ctx context.Context, tx bun.Tx, key int64) error {
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", key); err != nil {
-		return fmt.Errorf("lock migrations: %w", err)
+func (postgres) MigrationTx(ctx context.Context, db *bun.DB, key int64, fn func(ctx context.Context, tx bun.Tx) error) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", key); err != nil {
+			return fmt.Errorf("lock migrations: %w", err)
+		}
+		return fn(ctx, tx)
+	})
+}
+func (postgres) TypedArrays() bool { return true }
+func (postgres) JSONWithFields(column string, keys []string, exprs map[string]string) string {
+	// jsonb orders keys itself.
+	var b strings.Builder
+	b.WriteString("(" + column + " || jsonb_build_object(")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("'" + k + "', " + exprs[k])
 	}
-	return nil
+	b.WriteString("))")
+	return b.String()
 }
 func (postgres) SingleWriter() bool { return false }
 func (postgres) CanFireAhead() bool { return true }
@@ -106,9 +137,38 @@ func (sqlite) JSONText(column, key string) string {
 func (sqlite) JSONTextParam(column string) string {
 	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
-func (sqlite) LockForMigration(context.Context, bun.Tx, int64) error { return nil }
-func (sqlite) SingleWriter() bool                                    { return true }
-func (sqlite) CanFireAhead() bool                                    { return false }
+func (sqlite) TypedArrays() bool { return false }
+func (sqlite) JSONWithFields(column string, keys []string, exprs map[string]string) string {
+	// json_set appends new keys in the order given.
+	var b strings.Builder
+	b.WriteString("json_set(" + column)
+	for _, k := range keys {
+		b.WriteString(", '$." + k + "', " + exprs[k])
+	}
+	b.WriteString(")")
+	return b.String()
+}
+func (sqlite) MigrationTx(ctx context.Context, db *bun.DB, _ int64, fn func(ctx context.Context, tx bun.Tx) error) error {
+	// The pragma is a no-op inside a transaction: set it on the
+	// connection first.
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return fmt.Errorf("migrate: foreign keys off: %w", err)
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON") }()
+	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		return checkForeignKeys(ctx, tx)
+	})
+}
+func (sqlite) SingleWriter() bool { return true }
+func (sqlite) CanFireAhead() bool { return false }
 func (sqlite) JSONArrayHead(head, tail string, n int) string {
 	return fmt.Sprintf(`(SELECT json_group_array(json(value)) FROM (
 		SELECT value FROM (SELECT key AS k, value FROM json_each(%s)
@@ -122,4 +182,22 @@ func (sqlite) IsUniqueViolation(err error) bool {
 		return c == sqliteConstraintUnique || c == sqliteConstraintPrimaryKey
 	}
 	return false
+}
+
+// checkForeignKeys fails when any row of the SQLite database breaks a
+// foreign key.
+func checkForeignKeys(ctx context.Context, tx bun.Tx) error {
+	var broken []struct {
+		Table  string `bun:"table"`
+		RowID  *int64 `bun:"rowid"`
+		Parent string `bun:"parent"`
+		FKID   int    `bun:"fkid"`
+	}
+	if err := tx.NewRaw("PRAGMA foreign_key_check").Scan(ctx, &broken); err != nil {
+		return fmt.Errorf("migrate: check foreign keys: %w", err)
+	}
+	if len(broken) > 0 {
+		return fmt.Errorf("migrate: %d rows break a foreign key (first: %s → %s)", len(broken), broken[0].Table, broken[0].Parent)
+	}
+	return nil
 }

@@ -58,9 +58,33 @@ func TestDialectConformance(t *testing.T) {
 					return err
 				}
 				require.Equal(t, []string{"a"}, ids)
-				return d.LockForMigration(ctx, tx, 42)
+				return nil
 			})
 			require.NoError(t, err)
+		})
+		t.Run("MigrationTx", func(t *testing.T) {
+			// Its changes commit together, and a failure rolls them back.
+			err := d.MigrationTx(ctx, db, 42, func(ctx context.Context, tx bun.Tx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO dup (id) VALUES ('m1')")
+				return err
+			})
+			require.NoError(t, err)
+			err = d.MigrationTx(ctx, db, 42, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO dup (id) VALUES ('m2')"); err != nil {
+					return err
+				}
+				return errors.New("migration failed")
+			})
+			require.Error(t, err)
+			var ids []string
+			require.NoError(t, db.NewSelect().Table("dup").Column("id").Where("id LIKE 'm%'").Scan(ctx, &ids))
+			require.Equal(t, []string{"m1"}, ids)
+		})
+		t.Run("JSONWithFields", func(t *testing.T) {
+			expr := d.JSONWithFields("CAST('{\"a\": 1}' AS "+jsonType(d)+")", []string{"b", "c"}, map[string]string{"b": "'x'", "c": "2"})
+			var got string
+			require.NoError(t, db.NewRaw("SELECT CAST("+expr+" AS text)").Scan(ctx, &got))
+			require.JSONEq(t, `{"a": 1, "b": "x", "c": 2}`, got)
 		})
 		t.Run("capabilities", func(t *testing.T) {
 			// One writer and fires ahead exclude each other: a transaction

@@ -92,7 +92,7 @@ func (m *Metrics) ObservePass(res scheduling.LoopResult, took time.Duration, err
 	}
 	m.expiredRuns.Add(float64(res.Expired))
 	for table, n := range map[string]int{"workflow_runs": res.Deleted.Runs, "workflow_history_events": res.Deleted.RunEvents,
-		"workflow_instances": res.Deleted.Instances, "workflow_schedules": res.Deleted.Schedules,
+		"workflow_schedules":               res.Deleted.Schedules,
 		"workflow_schedule_history_events": res.Deleted.ScheduleEvents, "notification_deliveries": res.Deleted.Deliveries} {
 		if n > 0 {
 			m.retained.WithLabelValues(table).Add(float64(n))

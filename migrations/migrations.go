@@ -72,15 +72,18 @@ func Load(db bun.IDB) ([]Migration, error) {
 // safe to call from several processes at once: PostgreSQL serialises them on
 // an advisory lock held for the transaction, SQLite on its write lock.
 func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
+	return applyUpTo(ctx, db, 0)
+}
+
+// applyUpTo applies the migrations up to version upTo (all when 0): an
+// upgrade test builds an older schema with it.
+func applyUpTo(ctx context.Context, db *bun.DB, upTo int) ([]string, error) {
 	all, err := Load(db)
 	if err != nil {
 		return nil, err
 	}
 	var applied []string
-	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := database.Of(tx).LockForMigration(ctx, tx, int64(lockKey)); err != nil {
-			return err
-		}
+	err = database.Of(db).MigrationTx(ctx, db, int64(lockKey), func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS tideline_migrations (
 			version integer PRIMARY KEY,
 			name text NOT NULL,
@@ -96,7 +99,7 @@ func Apply(ctx context.Context, db *bun.DB) ([]string, error) {
 			done[v] = true
 		}
 		for _, m := range all {
-			if done[m.Version] {
+			if done[m.Version] || (upTo > 0 && m.Version > upTo) {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {

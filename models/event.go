@@ -7,6 +7,16 @@ import (
 	"github.com/uptrace/bun"
 )
 
+// PayloadFromColumns lists, per event type, the payload keys stored only
+// in the event's columns: workflow_instance_id and workflow_run_id of a
+// ScheduleTriggered (the fire path's event) were ~110 of its ~500 bytes.
+// The writer leaves them out (scheduling/audit.go) and ListScheduleEvents
+// sets them again from the columns; events stored before migration 0009
+// still hold them, with the same values.
+var PayloadFromColumns = map[string][]string{
+	"ScheduleTriggered": {"workflow_instance_id", "workflow_run_id"},
+}
+
 // ScheduleEvent is a row of workflow_schedule_history_events: the schedule's
 // append-only audit stream.
 type ScheduleEvent struct {

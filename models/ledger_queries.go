@@ -72,7 +72,7 @@ func SkipEvents(ctx context.Context, db bun.IDB, scheduleULID string, r IDRange)
 	return out, nil
 }
 
-// InstanceRun is an instance with its latest run, for the ledger.
+// InstanceRun is the run of an instance ID, for the ledger.
 type InstanceRun struct {
 	InstanceID   string     `bun:"instance_id"`
 	RunID        *string    `bun:"run_id"`
@@ -81,17 +81,16 @@ type InstanceRun struct {
 	RunCreatedAt *time.Time `bun:"run_created_at"`
 }
 
-// InstanceRuns returns the instances of namespace whose IDs are in r, each
-// with its latest run: a range scan of the (namespace, instance_id) unique
-// index and a primary-key lookup per row.
+// InstanceRuns returns the runs of namespace whose instance IDs are in r:
+// a range scan of the (namespace, instance_id) unique index of the runs
+// (migration 0009) and a heap fetch per row.
 func InstanceRuns(ctx context.Context, db bun.IDB, namespace string, r IDRange) ([]InstanceRun, error) {
 	var out []InstanceRun
-	q := db.NewSelect().TableExpr("workflow_instances AS i").
-		ColumnExpr("i.instance_id, r.id AS run_id, r.status AS run_status, r.trigger, r.created_at AS run_created_at").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = i.latest_run_id").
-		Where("i.namespace = ?", namespace)
-	if err := r.where(q, "i.instance_id").Scan(ctx, &out); err != nil {
-		return nil, fmt.Errorf("read instances: %w", err)
+	q := db.NewSelect().TableExpr("workflow_runs AS r").
+		ColumnExpr("r.instance_id, r.id AS run_id, r.status AS run_status, r.trigger, r.created_at AS run_created_at").
+		Where("r.namespace = ?", namespace)
+	if err := r.where(q, "r.instance_id").Scan(ctx, &out); err != nil {
+		return nil, fmt.Errorf("read instance runs: %w", err)
 	}
 	return out, nil
 }

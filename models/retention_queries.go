@@ -8,10 +8,9 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// ExpiredRun is a finished run old enough to delete, and its instance.
+// ExpiredRun is a finished run old enough to delete.
 type ExpiredRun struct {
-	ID                 string `bun:"id"`
-	WorkflowInstanceID string `bun:"workflow_instance_id"`
+	ID string `bun:"id"`
 }
 
 // ExpiredRuns lists up to limit runs that finished before `before`, oldest
@@ -20,9 +19,11 @@ type ExpiredRun struct {
 // reading only the expired rows.
 func ExpiredRuns(ctx context.Context, db bun.IDB, before time.Time, limit int) ([]ExpiredRun, error) {
 	var out []ExpiredRun
-	err := db.NewSelect().Model((*Run)(nil)).Column("r.id", "r.workflow_instance_id").
+	err := db.NewSelect().Model((*Run)(nil)).Column("r.id").
 		Where("r.finished_at IS NOT NULL AND r.finished_at < ?", before).
-		Where("NOT EXISTS (SELECT 1 FROM workflow_schedules AS s WHERE s.latest_run_id = r.id)").
+		// By the run's own schedule's primary key: an index on latest_run_id
+		// would take an entry on every fire (migration 0009).
+		Where("NOT EXISTS (SELECT 1 FROM workflow_schedules AS s WHERE s.id = r.workflow_schedule_id AND s.latest_run_id = r.id)").
 		OrderExpr("r.finished_at ASC").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("list expired runs: %w", err)
@@ -32,14 +33,13 @@ func ExpiredRuns(ctx context.Context, db bun.IDB, before time.Time, limit int) (
 
 // DeletedRows counts what a retention step deleted, per table.
 type DeletedRows struct {
-	Runs, RunEvents, Instances, Schedules, ScheduleEvents, Deliveries int
+	Runs, RunEvents, Schedules, ScheduleEvents, Deliveries int
 }
 
 // Add sums two counts.
 func (d *DeletedRows) Add(o DeletedRows) {
 	d.Runs += o.Runs
 	d.RunEvents += o.RunEvents
-	d.Instances += o.Instances
 	d.Schedules += o.Schedules
 	d.ScheduleEvents += o.ScheduleEvents
 	d.Deliveries += o.Deliveries
@@ -47,7 +47,7 @@ func (d *DeletedRows) Add(o DeletedRows) {
 
 // Total is every row deleted.
 func (d DeletedRows) Total() int {
-	return d.Runs + d.RunEvents + d.Instances + d.Schedules + d.ScheduleEvents + d.Deliveries
+	return d.Runs + d.RunEvents + d.Schedules + d.ScheduleEvents + d.Deliveries
 }
 
 // DeleteSettledDeliveries deletes up to limit notification deliveries that
@@ -63,17 +63,16 @@ func DeleteSettledDeliveries(ctx context.Context, db bun.IDB, before time.Time, 
 	return n, nil
 }
 
-// DeleteRuns deletes the runs, their history events and the instances left
-// without a run, in foreign-key order.
+// DeleteRuns deletes the runs and their history events, in foreign-key
+// order. (A run is its instance since migration 0009.)
 func DeleteRuns(ctx context.Context, db bun.IDB, runs []ExpiredRun) (DeletedRows, error) {
 	var d DeletedRows
 	if len(runs) == 0 {
 		return d, nil
 	}
 	ids := make([]string, len(runs))
-	instances := make([]string, len(runs))
 	for i, r := range runs {
-		ids[i], instances[i] = r.ID, r.WorkflowInstanceID
+		ids[i] = r.ID
 	}
 	var err error
 	if d.RunEvents, err = affected(db.NewDelete().Model((*RunEvent)(nil)).Where("workflow_run_id IN (?)", bun.In(ids)).Exec(ctx)); err != nil {
@@ -81,11 +80,6 @@ func DeleteRuns(ctx context.Context, db bun.IDB, runs []ExpiredRun) (DeletedRows
 	}
 	if d.Runs, err = affected(db.NewDelete().Model((*Run)(nil)).Where("id IN (?)", bun.In(ids)).Exec(ctx)); err != nil {
 		return d, fmt.Errorf("delete runs: %w", err)
-	}
-	d.Instances, err = affected(db.NewDelete().Model((*Instance)(nil)).Where("id IN (?)", bun.In(instances)).
-		Where("NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.workflow_instance_id = i.id)").Exec(ctx))
-	if err != nil {
-		return d, fmt.Errorf("delete instances: %w", err)
 	}
 	return d, nil
 }
@@ -103,21 +97,18 @@ func PurgeableSchedules(ctx context.Context, db bun.IDB, before time.Time, limit
 }
 
 // PurgeSchedulePart deletes up to limit rows of one deleted schedule's data,
-// children first: run events, runs, instances, audit events, then — once
+// children first: run events, runs, audit events, then — once
 // nothing else is left — its health row and the schedule itself. done
 // reports that the schedule is gone; call it again until then.
 func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, limit int) (d DeletedRows, done bool, err error) {
 	var ids []ExpiredRun
-	if err := db.NewSelect().Model((*Run)(nil)).Column("r.id", "r.workflow_instance_id").
+	if err := db.NewSelect().Model((*Run)(nil)).Column("r.id").
 		Where("r.workflow_schedule_id = ?", scheduleULID).Limit(int64(limit)).Scan(ctx, &ids); err != nil {
 		return d, false, fmt.Errorf("list runs to purge: %w", err)
 	}
 	if len(ids) > 0 {
 		d, err = DeleteRuns(ctx, db, ids)
 		return d, false, err
-	}
-	if d.Instances, err = affected(db.NewDelete().Model((*Instance)(nil)).Where("workflow_schedule_id = ?", scheduleULID).Exec(ctx)); err != nil {
-		return d, false, fmt.Errorf("purge instances: %w", err)
 	}
 	events := db.NewSelect().Model((*ScheduleEvent)(nil)).Column("se.id").Where("se.workflow_schedule_id = ?", scheduleULID).Limit(int64(limit))
 	if d.ScheduleEvents, err = affected(db.NewDelete().Model((*ScheduleEvent)(nil)).Where("id IN (?)", events).Exec(ctx)); err != nil {

@@ -21,31 +21,14 @@ const (
 // ActiveRunStatuses are the statuses the overlap policy treats as "running".
 var ActiveRunStatuses = []string{RunPending, RunRunning}
 
-// Instance is a row of workflow_instances: the stable identity of a workflow
-// with one or more runs.
-type Instance struct {
-	bun.BaseModel `bun:"table:workflow_instances,alias:i"`
-
-	ID                 string    `bun:"id,pk"`
-	Namespace          string    `bun:"namespace,notnull"`
-	InstanceID         string    `bun:"instance_id,notnull"`
-	WorkflowType       string    `bun:"workflow_type,notnull"`
-	WorkflowClass      string    `bun:"workflow_class,notnull"`
-	WorkflowScheduleID *string   `bun:"workflow_schedule_id"`
-	ScheduleID         *string   `bun:"schedule_id"`
-	Status             string    `bun:"status,notnull"`
-	LatestRunID        *string   `bun:"latest_run_id"`
-	CreatedAt          time.Time `bun:"created_at,notnull"`
-	UpdatedAt          time.Time `bun:"updated_at,notnull"`
-}
-
 // Run is a row of workflow_runs: one execution, claimed and finished by a worker.
 type Run struct {
 	bun.BaseModel `bun:"table:workflow_runs,alias:r"`
 
-	ID                  string          `bun:"id,pk"` // the run_id (ULID)
-	Namespace           string          `bun:"namespace,notnull"`
-	WorkflowInstanceID  string          `bun:"workflow_instance_id,notnull"`
+	ID        string `bun:"id,pk"` // the run_id (ULID)
+	Namespace string `bun:"namespace,notnull"`
+	// InstanceID is unique in the namespace: one occurrence, one run (the
+	// workflow_instances table of old folded into its run).
 	InstanceID          string          `bun:"instance_id,notnull"`
 	WorkflowScheduleID  *string         `bun:"workflow_schedule_id"`
 	ScheduleID          *string         `bun:"schedule_id"`
@@ -80,6 +63,22 @@ type Run struct {
 	FinishedAt      *time.Time `bun:"finished_at"`
 	UpdatedAt       time.Time  `bun:"updated_at,notnull"`
 }
+
+// StartedRun is a new run with what its ScheduleTriggered provenance event
+// says beyond the run's own columns. The provenance is not part of Run:
+// the workers' claim and every transition read and write Run, and have no
+// use for it. Runs started before migration 0009 have none (their event is
+// a row of workflow_history_events).
+type StartedRun struct {
+	Run                  `bun:",extend"`
+	TriggerNumber        *int64  `bun:"trigger_number"`
+	TriggerCron          *string `bun:"trigger_cron"`
+	TriggerTimezone      *string `bun:"trigger_timezone"`
+	TriggerOverlapPolicy *string `bun:"trigger_overlap_policy"`
+}
+
+// HasProvenance reports whether the run carries its ScheduleTriggered event.
+func (r *StartedRun) HasProvenance() bool { return r.TriggerNumber != nil }
 
 // Active reports whether the run still counts for overlap policies.
 func (r *Run) Active() bool { return r.Status == RunPending || r.Status == RunRunning }

@@ -2,12 +2,14 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/tidelinehq/tideline/database"
 )
@@ -136,15 +138,21 @@ func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Clai
 // the rows stay locked until the caller's transaction ends.
 func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limit int, startAnyway []string) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
+	// The latest run is looked up by a correlated subquery on its primary
+	// key, not a join: right after an instant has added 100,000 runs, the
+	// planner's statistics still see a small runs table, and a join planned
+	// on them scanned every run for each schedule (a claim ran for minutes).
+	// Under the OR the subquery stays a per-row primary-key probe, made only
+	// for schedules whose policy does not start anyway.
 	err := tx.NewSelect().Model(&out).
 		ColumnExpr("s.*").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ? AND s.next_fire_at = ? AND s.id > ?", StatusActive, at, afterID).
 		Where("s.buffer_depth = 0").
-		Where("(s.overlap_policy IN (?) OR r.id IS NULL OR r.status NOT IN (?))", bun.In(startAnyway), bun.In(ActiveRunStatuses)).
+		Where("(s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
+			bun.In(startAnyway), bun.In(ActiveRunStatuses)).
 		OrderExpr("s.next_fire_at ASC, s.id ASC").
 		Limit(int64(limit)).
-		For("UPDATE OF s SKIP LOCKED").
+		For("UPDATE SKIP LOCKED").
 		Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
@@ -193,14 +201,14 @@ func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
 // and whose latest run has finished (or never existed).
 func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
+	// A primary-key probe of the latest run, not a join (see ClaimAt).
 	q := tx.NewSelect().Model(&out).
 		ColumnExpr("s.*").
-		Join("LEFT JOIN workflow_runs AS r ON r.id = s.latest_run_id").
 		Where("s.status = ? AND s.buffer_depth > 0", StatusActive).
-		Where("(r.id IS NULL OR r.status NOT IN (?))", bun.In(ActiveRunStatuses)).
+		Where("(s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))", bun.In(ActiveRunStatuses)).
 		OrderExpr("s.id ASC").
 		Limit(int64(limit))
-	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
+	q = database.Lock(q, "UPDATE SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim drainable schedules: %w", err)
 	}
@@ -371,7 +379,10 @@ type EventQuery struct {
 // every page cost the same, however deep.
 func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, q EventQuery) ([]ScheduleEvent, bool, error) {
 	var out []ScheduleEvent
-	sel := db.NewSelect().Model(&out).Where("se.workflow_schedule_id = ?", scheduleULID)
+	sel := db.NewSelect().Model(&out).
+		ColumnExpr("se.id, se.workflow_schedule_id, se.sequence, se.event_type, se.workflow_instance_id, se.workflow_run_id, se.recorded_at").
+		ColumnExpr(servedPayload(db)+" AS payload").
+		Where("se.workflow_schedule_id = ?", scheduleULID)
 	if q.EventType != "" {
 		sel = sel.Where("se.event_type = ?", q.EventType)
 	}
@@ -404,12 +415,46 @@ func CountScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID, eventTyp
 	return int64(n), nil
 }
 
-// InsertScheduleEvents appends many audit events in one statement.
+// servedPayload is the payload column with the keys of PayloadFromColumns
+// set again from the event's columns.
+func servedPayload(db bun.IDB) string {
+	expr := "se.payload"
+	for eventType, keys := range PayloadFromColumns {
+		fields := make(map[string]string, len(keys))
+		for _, k := range keys {
+			fields[k] = "se." + k
+		}
+		expr = "CASE WHEN se.event_type = '" + eventType + "' THEN " + database.Of(db).JSONWithFields("se.payload", keys, fields) + " ELSE " + expr + " END"
+	}
+	return expr
+}
+
+// InsertScheduleEvents appends many audit events in one statement; on
+// PostgreSQL one typed array per column through unnest (see InsertRuns).
 func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent) error {
 	if len(list) == 0 {
 		return nil
 	}
-	if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+	if !database.Of(db).TypedArrays() {
+		if _, err := db.NewInsert().Model(&list).Exec(ctx); err != nil {
+			return fmt.Errorf("insert schedule events: %w", err)
+		}
+		return nil
+	}
+	n := len(list)
+	id, scheduleULID, eventType, payload := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	instanceID, runID := make([]*string, n), make([]*string, n)
+	sequence, recordedAt := make([]int64, n), make([]time.Time, n)
+	for i, e := range list {
+		id[i], scheduleULID[i], eventType[i], payload[i] = e.ID, e.WorkflowScheduleID, e.EventType, string(e.Payload)
+		instanceID[i], runID[i], sequence[i], recordedAt[i] = e.WorkflowInstanceID, e.WorkflowRunID, e.Sequence, e.RecordedAt
+	}
+	_, err := db.NewRaw(`INSERT INTO workflow_schedule_history_events (id, workflow_schedule_id, event_type, payload,
+			workflow_instance_id, workflow_run_id, sequence, recorded_at)
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::text[], ?::bigint[], ?::timestamptz[])`,
+		pgdialect.Array(id), pgdialect.Array(scheduleULID), pgdialect.Array(eventType), pgdialect.Array(payload),
+		pgdialect.Array(instanceID), pgdialect.Array(runID), pgdialect.Array(sequence), pgdialect.Array(recordedAt)).Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("insert schedule events: %w", err)
 	}
 	return nil
@@ -427,12 +472,62 @@ var FireColumns = []string{
 }
 
 // UpdateSchedules writes the FireColumns of many schedules back in one
-// statement (UPDATE … FROM (VALUES …)).
+// statement: on PostgreSQL UPDATE … FROM unnest of one typed array per
+// column (see InsertRuns; its SET list is FireColumns, spelled out for
+// the casts), elsewhere bun's UPDATE … FROM (VALUES …).
 func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 	if len(list) == 0 {
 		return nil
 	}
-	if _, err := db.NewUpdate().Model(&list).Column(FireColumns...).Bulk().Exec(ctx); err != nil {
+	if !database.Of(db).TypedArrays() {
+		if _, err := db.NewUpdate().Model(&list).Column(FireColumns...).Bulk().Exec(ctx); err != nil {
+			return fmt.Errorf("update schedules: %w", err)
+		}
+		return nil
+	}
+	n := len(list)
+	var (
+		id, status, buffered, recent                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		skipReason, latestInstance, latestRun                  = make([]*string, n), make([]*string, n), make([]*string, n)
+		remaining                                              = make([]*int64, n)
+		fires, startFailures, skipped, depth, sequence         = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		skippedAt, nextFire, nextNominal, lastFired, deletedAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		updatedAt                                              = make([]time.Time, n)
+	)
+	for i, s := range list {
+		b, err := json.Marshal(nonNil(s.BufferedActions))
+		if err != nil {
+			return fmt.Errorf("update schedules: encode buffered actions: %w", err)
+		}
+		r, err := json.Marshal(nonNil(s.RecentActions))
+		if err != nil {
+			return fmt.Errorf("update schedules: encode recent actions: %w", err)
+		}
+		id[i], status[i], buffered[i], recent[i] = s.ID, s.Status, string(b), string(r)
+		skipReason[i], latestInstance[i], latestRun[i], remaining[i] = s.LastSkipReason, s.LatestInstanceID, s.LatestRunID, s.RemainingActions
+		fires[i], startFailures[i], skipped[i], depth[i], sequence[i] = s.FiresCount, s.StartFailuresCount, s.SkippedTriggerCount, int64(s.BufferDepth), s.LastSequence
+		skippedAt[i], nextFire[i], nextNominal[i], lastFired[i], deletedAt[i] = s.LastSkippedAt, s.NextFireAt, s.NextNominalAt, s.LastFiredAt, s.DeletedAt
+		updatedAt[i] = s.UpdatedAt
+	}
+	_, err := db.NewRaw(`UPDATE workflow_schedules AS s SET status = v.status, remaining_actions = v.remaining_actions,
+			fires_count = v.fires_count, start_failures_count = v.start_failures_count, skipped_trigger_count = v.skipped_trigger_count,
+			last_skip_reason = v.last_skip_reason, last_skipped_at = v.last_skipped_at, next_fire_at = v.next_fire_at,
+			next_nominal_at = v.next_nominal_at, last_fired_at = v.last_fired_at, latest_instance_id = v.latest_instance_id,
+			latest_run_id = v.latest_run_id, buffered_actions = v.buffered_actions, buffer_depth = v.buffer_depth,
+			recent_actions = v.recent_actions, last_sequence = v.last_sequence, deleted_at = v.deleted_at, updated_at = v.updated_at
+		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[],
+			?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::jsonb[], ?::int[], ?::jsonb[],
+			?::bigint[], ?::timestamptz[], ?::timestamptz[])
+			AS v (id, status, remaining_actions, fires_count, start_failures_count, skipped_trigger_count, last_skip_reason,
+			last_skipped_at, next_fire_at, next_nominal_at, last_fired_at, latest_instance_id, latest_run_id, buffered_actions,
+			buffer_depth, recent_actions, last_sequence, deleted_at, updated_at)
+		WHERE s.id = v.id`,
+		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(remaining), pgdialect.Array(fires),
+		pgdialect.Array(startFailures), pgdialect.Array(skipped), pgdialect.Array(skipReason), pgdialect.Array(skippedAt),
+		pgdialect.Array(nextFire), pgdialect.Array(nextNominal), pgdialect.Array(lastFired), pgdialect.Array(latestInstance),
+		pgdialect.Array(latestRun), pgdialect.Array(buffered), pgdialect.Array(depth), pgdialect.Array(recent),
+		pgdialect.Array(sequence), pgdialect.Array(deletedAt), pgdialect.Array(updatedAt)).Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
 	return nil
@@ -499,4 +594,13 @@ func CountSchedules(ctx context.Context, db bun.IDB, namespace string, now, stal
 		return c, fmt.Errorf("count schedules: %w", err)
 	}
 	return c, nil
+}
+
+// nonNil keeps an empty list a JSON array ("[]", as the columns' default)
+// rather than null.
+func nonNil[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
 }

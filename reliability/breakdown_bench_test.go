@@ -40,6 +40,10 @@ func (c *statementClock) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 		op = "INSERT"
 	case *bun.UpdateQuery:
 		op = "UPDATE"
+	case *bun.RawQuery: // the fire's unnest statements: named by their first word
+		if word, _, ok := strings.Cut(strings.TrimSpace(e.Query), " "); ok {
+			op = strings.ToUpper(word)
+		}
 	}
 	table := ""
 	if m := firstTable.FindStringSubmatch(e.Query); m != nil {

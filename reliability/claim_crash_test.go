@@ -25,12 +25,12 @@ import (
 // FOR UPDATE SKIP LOCKED and written every instance, run and audit event,
 // but nothing is committed yet.
 type freezeBeforeCommit struct {
-	// instances counts the rows the frozen batch inserted into
-	// workflow_instances (uncommitted when the hook freezes).
-	instances int64
-	once      sync.Once
-	reached   chan struct{}
-	release   chan struct{}
+	// runs counts the rows the frozen batch inserted into workflow_runs
+	// (uncommitted when the hook freezes).
+	runs    int64
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
 }
 
 func (h *freezeBeforeCommit) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
@@ -38,12 +38,11 @@ func (h *freezeBeforeCommit) BeforeQuery(ctx context.Context, _ *bun.QueryEvent)
 }
 
 func (h *freezeBeforeCommit) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if _, insert := e.IQuery.(*bun.InsertQuery); insert && e.Err == nil && e.Result != nil &&
-		strings.Contains(e.Query, "workflow_instances") {
+	if e.Err == nil && e.Result != nil && strings.HasPrefix(e.Query, "INSERT INTO workflow_runs") {
 		n, _ := e.Result.RowsAffected()
-		h.instances += n
+		h.runs += n
 	}
-	if _, update := e.IQuery.(*bun.UpdateQuery); e.Err != nil || !update || !strings.Contains(e.Query, "workflow_schedules") {
+	if e.Err != nil || !strings.Contains(e.Query, "UPDATE workflow_schedules") {
 		return
 	}
 	h.once.Do(func() {
@@ -59,7 +58,7 @@ func (h *freezeBeforeCommit) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 //  2. A "crasher" — the real scheduling.Service in this test process, on its
 //     own connection pool — ticks with limit 20. A query hook freezes it
 //     after the batch's last write and before COMMIT, so it holds row locks
-//     on 20 schedules and has written (uncommitted) their 20 instances, runs
+//     on 20 schedules and has written (uncommitted) their 20 runs
 //     and audit events.
 //  3. A `tideline serve` replica starts. It fires the 20 free schedules;
 //     over several further loop passes it does not fire (or wait for) the
@@ -133,11 +132,12 @@ func TestCrashBetweenClaimAndCommitLosesNothing(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the crasher never reached its commit")
 	}
-	if hook.instances != locked {
-		t.Fatalf("the frozen batch inserted %d instances, want %d", hook.instances, locked)
+	if hook.runs != locked {
+		t.Fatalf("the frozen batch inserted %d runs, want %d", hook.runs, locked)
 	}
+	// A run is its occurrence's instance (migration 0009).
 	countInstances := func(prefix string) (int64, error) {
-		return db.NewSelect().Table("workflow_instances").Where("schedule_id LIKE ?", prefix+"-%").Count(ctx)
+		return db.NewSelect().Table("workflow_runs").Where("schedule_id LIKE ?", prefix+"-%").Count(ctx)
 	}
 	if n, err := countInstances("locked"); err != nil || n != 0 {
 		t.Fatalf("before the crash: %d committed instances of locked schedules (err %v), want 0", n, err)
@@ -203,10 +203,10 @@ func TestCrashBetweenClaimAndCommitLosesNothing(t *testing.T) {
 			Named      int64  `bun:"named"`
 		}
 		err := db.NewRaw(`SELECT s.schedule_id, s.fires_count, s.skipped_trigger_count,
-			(SELECT count(*) FROM workflow_instances i WHERE i.workflow_schedule_id = s.id) AS instances,
+			(SELECT count(DISTINCT r.instance_id) FROM workflow_runs r WHERE r.workflow_schedule_id = s.id) AS instances,
 			(SELECT count(*) FROM workflow_runs r WHERE r.workflow_schedule_id = s.id) AS runs,
 			(SELECT count(*) FROM workflow_schedule_history_events e WHERE e.workflow_schedule_id = s.id AND e.event_type = 'ScheduleTriggered') AS triggered,
-			(SELECT count(*) FROM workflow_instances i WHERE i.workflow_schedule_id = s.id AND i.instance_id = 'schedule:' || s.schedule_id || ':' || ?) AS named
+			(SELECT count(*) FROM workflow_runs r WHERE r.workflow_schedule_id = s.id AND r.instance_id = 'schedule:' || s.schedule_id || ':' || ?) AS named
 			FROM workflow_schedules s WHERE s.schedule_id LIKE ? ORDER BY s.schedule_id`, strconv.FormatInt(midnight.Unix(), 10), prefix+"-%").
 			Scan(ctx, &rows)
 		if err != nil {

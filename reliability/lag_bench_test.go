@@ -14,15 +14,17 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/models"
 )
 
-// BenchmarkFireLag measures fire lag with 10,000 schedules on "* * * * *"
-// and one `tideline serve` replica running its loop, over three minute
-// boundaries (about 3 minutes per sample). On PostgreSQL sub-benchmarks
-// vary --fire-ahead: 10s is the default (fires prepared before the instant
+// BenchmarkFireLag measures fire lag with 10,000 (and on PostgreSQL with
+// default flags also 100,000) schedules on "* * * * *" and one `tideline
+// serve` replica running its loop, over three minute boundaries (about 3
+// minutes per sample, plus the seeding). On PostgreSQL sub-benchmarks vary
+// --fire-ahead: "default" passes no flag (fires prepared before the instant
 // and committed at it), 0 fires everything when the instant comes; SQLite
 // always fires at the instant.
 //
@@ -34,36 +36,48 @@ import (
 // reported too ("stamped"), but for prepared fires it is the instant by
 // construction, so it proves nothing about them.
 //
+// On PostgreSQL it also reports bytes/fire: how much the schema's tables
+// (heap, indexes and TOAST of every table, the schedules included) grew
+// from just before the first occurrence to the end, per fire — autovacuum
+// running as it would in production.
+//
 //	go test ./reliability -run '^$' -bench FireLag -benchtime 1x -count 3 -timeout 60m
 func BenchmarkFireLag(b *testing.B) {
-	const n, minutes = 10000, 3
+	const minutes = 3
+	sqliteURL := func(b testing.TB) string { return "sqlite:" + filepath.Join(b.TempDir(), "lag.db") }
 	variants := []struct {
 		name  string
 		url   func(b testing.TB) string
-		ahead string
+		n     int
+		flags []string
 	}{
-		{"postgres/fire-ahead=10s", dbtest.PostgresURL, "10s"},
-		{"postgres/fire-ahead=0", dbtest.PostgresURL, "0"},
+		{"postgres/fire-ahead=default/schedules=10000", dbtest.PostgresURL, 10000, nil},
+		{"postgres/fire-ahead=default/schedules=100000", dbtest.PostgresURL, 100000, nil},
+		{"postgres/fire-ahead=0/schedules=10000", dbtest.PostgresURL, 10000, []string{"--fire-ahead", "0"}},
 		// SQLite has one writer, so it cannot hold fires open: it always
 		// fires at the instant (--fire-ahead does nothing there).
-		{"sqlite", func(b testing.TB) string { return "sqlite:" + filepath.Join(b.TempDir(), "lag.db") }, "0"},
+		{"sqlite/schedules=10000", sqliteURL, 10000, nil},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
-			var p50, p99, worst, stamped []float64
+			var p50, p99, worst, stamped, bytes []float64
 			for b.Loop() {
-				r := measureFireLag(b, v.url(b), n, minutes, v.ahead)
+				r := measureFireLag(b, v.url(b), v.n, minutes, v.flags)
 				p50, p99, worst, stamped = append(p50, r.p50), append(p99, r.p99), append(worst, r.max), append(stamped, r.stampedP99)
+				bytes = append(bytes, r.bytesPerFire)
 			}
 			b.ReportMetric(mean(p50), "p50-ms")
 			b.ReportMetric(mean(p99), "p99-ms")
 			b.ReportMetric(mean(worst), "max-ms")
 			b.ReportMetric(mean(stamped), "stamped-p99-ms")
+			if bytes[0] > 0 {
+				b.ReportMetric(mean(bytes), "bytes/fire")
+			}
 		})
 	}
 }
 
-type lagResult struct{ p50, p99, max, stampedP99 float64 }
+type lagResult struct{ p50, p99, max, stampedP99, bytesPerFire float64 }
 
 // sighting is one observation: count runs of the minute were visible at at.
 type sighting struct {
@@ -71,7 +85,7 @@ type sighting struct {
 	count int
 }
 
-func measureFireLag(b *testing.B, url string, n, minutes int, ahead string) lagResult {
+func measureFireLag(b *testing.B, url string, n, minutes int, flags []string) lagResult {
 	b.Helper()
 	b.StopTimer()
 	defer b.StartTimer()
@@ -80,14 +94,24 @@ func measureFireLag(b *testing.B, url string, n, minutes int, ahead string) lagR
 	if _, err := migrations.Apply(ctx, db); err != nil {
 		b.Fatal(err)
 	}
-	// The first occurrence is the next minute boundary at least 20 s away,
-	// so the replica is up and idle when it comes.
-	first := time.Now().UTC().Add(20 * time.Second).Truncate(time.Minute).Add(time.Minute)
-	seedMinutely(b, db, "lag", n, first)
-	if _, err := db.ExecContext(ctx, "ANALYZE workflow_schedules"); err != nil {
+	// The first occurrence is the next minute boundary at least 20 s away
+	// (one more second per 2,500 schedules, so that a first preparation,
+	// which starts from a cautious guess of the write rate, has the time
+	// later ones take), so the replica is up and idle when it comes. It is
+	// chosen once the schedules are seeded, which takes a while at 100,000.
+	seedMinutely(b, db, "lag", n, time.Now().Add(24*time.Hour))
+	lead := max(20*time.Second, time.Duration(n/2500)*time.Second)
+	first := time.Now().UTC().Add(lead).Truncate(time.Minute).Add(time.Minute)
+	makeAllDue(b, db, first)
+	vacuum := "ANALYZE workflow_schedules"
+	if database.Of(db).Name() == database.PostgreSQL {
+		vacuum = "VACUUM ANALYZE workflow_schedules" // the re-seeding's old row versions
+	}
+	if _, err := db.ExecContext(ctx, vacuum); err != nil {
 		b.Fatal(err)
 	}
-	r := newReplica(b, "lag", url, "--fire-ahead", ahead, "--log-level", "debug")
+	sizeBefore := schemaSize(b, db)
+	r := newReplica(b, "lag", url, append([]string{"--log-level", "debug"}, flags...)...)
 	r.start()
 
 	observed := make(chan [][]sighting, 1)
@@ -99,10 +123,11 @@ func measureFireLag(b *testing.B, url string, n, minutes int, ahead string) lagR
 	})
 	b.StopTimer()
 	r.stop()
+	grown := schemaSize(b, db) - sizeBefore
 	// How far ahead the replica prepared, as it logged it.
 	if logged, err := os.ReadFile(r.log.Name()); err == nil {
 		for line := range strings.Lines(string(logged)) {
-			if strings.Contains(line, "prepared fires committed") {
+			if strings.Contains(line, "prepared fires committed") || strings.Contains(line, "preparer done") {
 				b.Logf("replica: %s", strings.TrimSpace(line))
 			}
 		}
@@ -136,9 +161,28 @@ func measureFireLag(b *testing.B, url string, n, minutes int, ahead string) lagR
 	}
 	slices.Sort(stamped)
 	res.stampedP99 = percentile(stamped, 0.99)
-	b.Logf("%s: visible lag p50 %.0f ms, p99 %.0f ms, max %.0f ms; stamped (created_at) p99 %.0f ms",
-		b.Name(), res.p50, res.p99, res.max, res.stampedP99)
+	if database.Of(db).Name() == database.PostgreSQL {
+		res.bytesPerFire = float64(grown) / float64(n*minutes)
+	}
+	b.Logf("%s: visible lag p50 %.0f ms, p99 %.0f ms, max %.0f ms; stamped (created_at) p99 %.0f ms; tables grew %d bytes (%.0f per fire)",
+		b.Name(), res.p50, res.p99, res.max, res.stampedP99, grown, res.bytesPerFire)
 	return res
+}
+
+// schemaSize is the size of every table of the test's schema with its
+// indexes and TOAST, on PostgreSQL (0 elsewhere).
+func schemaSize(b *testing.B, db *bun.DB) int64 {
+	b.Helper()
+	if database.Of(db).Name() != database.PostgreSQL {
+		return 0
+	}
+	var size int64
+	err := db.NewRaw(`SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace`).Scan(context.Background(), &size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return size
 }
 
 // observeRuns watches each of the minutes from first: from 2 s before the

@@ -58,18 +58,11 @@ type auditRow struct {
 type runRow struct {
 	ID             string    `bun:"id"`
 	ScheduleULID   string    `bun:"workflow_schedule_id"`
-	InstanceULID   string    `bun:"workflow_instance_id"`
 	InstanceID     string    `bun:"instance_id"`
+	TriggerNumber  *int64    `bun:"trigger_number"` // its served ScheduleTriggered event's
 	Trigger        string    `bun:"trigger"`
 	OccurrenceTime time.Time `bun:"occurrence_time"`
 	CreatedAt      time.Time `bun:"created_at"`
-}
-
-type instanceRow struct {
-	ID           string `bun:"id"`
-	ScheduleULID string `bun:"workflow_schedule_id"`
-	InstanceID   string `bun:"instance_id"`
-	LatestRunID  string `bun:"latest_run_id"`
 }
 
 // verifyExactlyOnce checks, from the database alone, that every schedule
@@ -77,8 +70,9 @@ type instanceRow struct {
 // and lost none beyond the missed-fire policy (CONTRACT §4: a late fire is
 // followed by Next(now); the occurrences it passed are dropped):
 //
-//   - one ScheduleTriggered event, one instance and one run per fired
-//     occurrence; fires_count equals each of those counts; no failures and
+//   - one ScheduleTriggered event and one run (which is the occurrence's
+//     instance) per fired occurrence, the run's own ScheduleTriggered
+//     numbered in fire order; fires_count equals each count; no failures and
 //     no skips (an already_started skip would mean two replicas claimed the
 //     same occurrence);
 //   - the audit stream's sequences are exactly 1..last_sequence;
@@ -108,15 +102,9 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 	}
 	var runs []runRow
 	if err := db.NewSelect().Table("workflow_runs").
-		Column("id", "workflow_schedule_id", "workflow_instance_id", "instance_id", "trigger", "occurrence_time", "created_at").
+		Column("id", "workflow_schedule_id", "instance_id", "trigger_number", "trigger", "occurrence_time", "created_at").
 		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Order("workflow_schedule_id", "occurrence_time").Scan(ctx, &runs); err != nil {
 		t.Fatalf("load runs: %v", err)
-	}
-	var instances []instanceRow
-	if err := db.NewSelect().Table("workflow_instances").
-		Column("id", "workflow_schedule_id", "instance_id", "latest_run_id").
-		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Scan(ctx, &instances); err != nil {
-		t.Fatalf("load instances: %v", err)
 	}
 	eventsOf := map[string][]auditRow{}
 	for _, e := range events {
@@ -126,13 +114,6 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 	for _, r := range runs {
 		runsOf[r.ScheduleULID] = append(runsOf[r.ScheduleULID], r)
 	}
-	instancesOf := map[string]map[string]instanceRow{}
-	for _, i := range instances {
-		if instancesOf[i.ScheduleULID] == nil {
-			instancesOf[i.ScheduleULID] = map[string]instanceRow{}
-		}
-		instancesOf[i.ScheduleULID][i.ID] = i
-	}
 
 	stats := fireStats{Schedules: len(schedules)}
 	var lags []time.Duration
@@ -141,7 +122,7 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			t.Helper()
 			t.Errorf("%s: %s", s.ScheduleID, fmt.Sprintf(format, args...))
 		}
-		evs, rs, insts := eventsOf[s.ID], runsOf[s.ID], instancesOf[s.ID]
+		evs, rs := eventsOf[s.ID], runsOf[s.ID]
 
 		// The audit stream: gap-free, one ScheduleTriggered per occurrence.
 		if int64(len(evs)) != s.LastSequence {
@@ -181,9 +162,9 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 				fail("unexpected %s event %d: %s", e.EventType, e.Sequence, e.Payload)
 			}
 		}
-		if s.FiresCount != int64(len(triggered)) || s.FiresCount != int64(len(rs)) || s.FiresCount != int64(len(insts)) {
-			fail("fires_count %d, ScheduleTriggered events %d, runs %d, instances %d: all four must agree",
-				s.FiresCount, len(triggered), len(rs), len(insts))
+		if s.FiresCount != int64(len(triggered)) || s.FiresCount != int64(len(rs)) {
+			fail("fires_count %d, ScheduleTriggered events %d, runs %d: all three must agree",
+				s.FiresCount, len(triggered), len(rs))
 		}
 		if s.StartFailuresCount != 0 || s.SkippedTriggerCount != int64(counted) {
 			reason := ""
@@ -225,8 +206,8 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 				fail("instance %s started twice", r.InstanceID)
 			}
 			seenInstance[r.InstanceID] = true
-			if inst, ok := insts[r.InstanceULID]; !ok || inst.InstanceID != r.InstanceID || inst.LatestRunID != r.ID {
-				fail("run %s does not match its instance row %+v", r.ID, inst)
+			if r.TriggerNumber == nil || *r.TriggerNumber != int64(i+1) {
+				fail("run %s carries trigger_number %v, want %d (its fire's place)", r.ID, r.TriggerNumber, i+1)
 			}
 			if r.Trigger != "scheduled" {
 				fail("run %s trigger %q, want scheduled", r.ID, r.Trigger)

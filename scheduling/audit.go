@@ -89,7 +89,7 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, in
 		p.setContext(r.cc)
 	}
 	eventType := p.EventType()
-	body, err := json.Marshal(p)
+	body, err := json.Marshal(storedForm(p))
 	if err != nil {
 		return fmt.Errorf("encode %s payload: %w", eventType, err)
 	}
@@ -109,4 +109,26 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, in
 		ev.WorkflowRunID = &runID
 	}
 	return r.w.insertScheduleEvent(ctx, ev)
+}
+
+// storedForm is what record writes for p. A ScheduleTriggered — one per
+// fire, most of the audit stream — leaves out the keys that repeat the
+// event's own columns (models.PayloadFromColumns: its instance and run), and
+// reading puts them back, so readers see CONTRACT §6's keys either way.
+func storedForm(p Payload) any {
+	t, ok := p.(*TriggeredPayload)
+	if !ok {
+		return p
+	}
+	return &triggeredStored{Outcome: t.Outcome, EffectiveOverlapPolicy: t.EffectiveOverlapPolicy,
+		TriggerNumber: t.TriggerNumber, OccurrenceTime: t.OccurrenceTime, Recorded: t.Recorded}
+}
+
+// triggeredStored is TriggeredPayload without its column keys.
+type triggeredStored struct {
+	Outcome                string  `json:"outcome"`
+	EffectiveOverlapPolicy string  `json:"effective_overlap_policy"`
+	TriggerNumber          int64   `json:"trigger_number"`
+	OccurrenceTime         Instant `json:"occurrence_time"`
+	Recorded
 }

@@ -114,7 +114,7 @@ func TestReplicasFireEachOccurrenceExactlyOnce(t *testing.T) {
 
 	db := services[0].DB()
 	var count int64
-	count, err = db.NewSelect().Model((*models.Instance)(nil)).Count(t.Context())
+	count, err = db.NewSelect().Model((*models.Run)(nil)).Count(t.Context())
 	require.NoError(t, err)
 	require.EqualValues(t, schedules*minutes, count)
 	count, err = db.NewSelect().Model((*models.Schedule)(nil)).Where("fires_count = ?", minutes).Count(t.Context())

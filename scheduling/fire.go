@@ -176,37 +176,36 @@ func (s *Service) route(sch *models.Schedule) Route {
 	return r
 }
 
-// start creates the instance, its first run and the run's provenance event,
-// and records ScheduleTriggered — all in the caller's transaction.
+// start creates the run (which is the occurrence's instance, and carries
+// its ScheduleTriggered provenance) and records ScheduleTriggered — all in
+// the caller's transaction.
 func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *models.ClaimedSchedule, req fireRequest) (FireResult, error) {
 	now := rec.now
 	runID := s.ids.newAt(now)
 	scheduleULID, scheduleID := sch.ID, sch.ScheduleID
-	inst := &models.Instance{
-		ID: s.ids.newAt(now), Namespace: sch.Namespace, InstanceID: req.instanceID,
-		WorkflowType: sch.Action.WorkflowType, WorkflowClass: sch.Action.WorkflowClass,
-		WorkflowScheduleID: &scheduleULID, ScheduleID: &scheduleID,
-		Status: models.RunPending, LatestRunID: &runID, CreatedAt: now, UpdatedAt: now,
-	}
-	inserted, err := rec.w.insertInstance(ctx, inst)
-	if err != nil {
-		return FireResult{}, err
-	}
-	if !inserted {
-		return s.skip(ctx, rec, sch, req, SkipAlreadyStart)
-	}
-
 	input := sch.Action.Input
 	route := s.route(&sch.Schedule)
 	occurrence := req.occurrence
-	run := &models.Run{
-		ID: runID, Namespace: sch.Namespace, WorkflowInstanceID: inst.ID, InstanceID: req.instanceID,
-		WorkflowScheduleID: &scheduleULID, ScheduleID: &scheduleID,
-		WorkflowType: sch.Action.WorkflowType, WorkflowClass: sch.Action.WorkflowClass,
-		Input: input, Status: models.RunPending, Trigger: req.kind,
-		Connection: route.Connection, Queue: route.Queue, OccurrenceTime: &occurrence,
-		CreatedAt: now, UpdatedAt: now,
+	triggerNumber := sch.FiresCount + 1
+	cron := ""
+	if len(sch.Spec.CronExpressions) > 0 {
+		cron = sch.Spec.CronExpressions[0]
 	}
+	timezone, policy := sch.Spec.Timezone, req.policy
+	started := &models.StartedRun{
+		Run: models.Run{
+			ID: runID, Namespace: sch.Namespace, InstanceID: req.instanceID,
+			WorkflowScheduleID: &scheduleULID, ScheduleID: &scheduleID,
+			WorkflowType: sch.Action.WorkflowType, WorkflowClass: sch.Action.WorkflowClass,
+			Input: input, Status: models.RunPending, Trigger: req.kind,
+			Connection: route.Connection, Queue: route.Queue, OccurrenceTime: &occurrence,
+			// The provenance event is sequence 1, served from the row.
+			LastSequence: 1,
+			CreatedAt:    now, UpdatedAt: now,
+		},
+		TriggerNumber: &triggerNumber, TriggerCron: &cron, TriggerTimezone: &timezone, TriggerOverlapPolicy: &policy,
+	}
+	run := &started.Run
 	if t := sch.Action.ExecutionTimeoutSeconds; t != nil {
 		run.ExecutionDeadlineAt = ptrTime(now.Add(time.Duration(*t) * time.Second))
 	}
@@ -216,30 +215,20 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 	}
 	run.RetryPolicy = sch.Action.RetryPolicy
 	run.StartDeadlineAt = startDeadline(&sch.Schedule, req.kind, occurrence, now)
-
-	sch.FiresCount++
-	triggerNumber := sch.FiresCount
-	cron := ""
-	if len(sch.Spec.CronExpressions) > 0 {
-		cron = sch.Spec.CronExpressions[0]
-	}
-	ev, err := s.newRunEvent(run, now, RunEventScheduleTriggered, map[string]any{
-		"schedule_id": sch.ScheduleID, "schedule_ulid": sch.ID, "cron_expression": cron,
-		"timezone": sch.Spec.Timezone, "overlap_policy": req.policy, "trigger_number": triggerNumber,
-		"occurrence_time": FormatTime(occurrence),
-	})
+	inserted, err := rec.w.insertRun(ctx, started)
 	if err != nil {
 		return FireResult{}, err
 	}
-	if err := rec.w.insertRun(ctx, run, ev); err != nil {
-		return FireResult{}, err
+	if !inserted {
+		return s.skip(ctx, rec, sch, req, SkipAlreadyStart)
 	}
+	sch.FiresCount++
 	if req.kind == kindScheduled {
 		s.noteLateFire(rec, sch, run, occurrence)
 	}
 
 	sch.LastFiredAt = ptrTime(now)
-	sch.LatestInstanceID = &inst.InstanceID
+	sch.LatestInstanceID = &run.InstanceID
 	sch.LatestRunID = &runID
 	pending := models.RunPending
 	sch.LatestRunStatus = &pending

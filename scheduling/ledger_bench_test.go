@@ -12,7 +12,7 @@ import (
 
 // BenchmarkLedgerPage reads pages of 1,000 occurrences of a minutely
 // schedule with a year of history on PostgreSQL: 525,600 occurrences, every
-// one started (an instance, a run and a ScheduleTriggered event each),
+// one started (a run and a ScheduleTriggered event each),
 // with a skip every 10 minutes and a pause and resume every day. Pages
 // from the start, the middle and the end of the year cost the same: the
 // work is bounded by the page, not the history.
@@ -30,13 +30,11 @@ func BenchmarkLedgerPage(b *testing.B) {
 	// A year of history straight in SQL: going through the tick would take
 	// minutes. Minute k of the year is created + k minutes.
 	seed := []string{
-		`INSERT INTO workflow_instances (id, namespace, instance_id, workflow_type, workflow_schedule_id, schedule_id, status, latest_run_id, created_at, updated_at)
-		 SELECT 'i' || lpad(k::text, 10, '0'), 'default', 'schedule:minutely:' || (extract(epoch FROM ?::timestamptz)::bigint + 60 * k),
-		        'bench', s.id, 'minutely', 'completed', 'r' || lpad(k::text, 10, '0'), ?::timestamptz + k * interval '1 minute', ?::timestamptz + k * interval '1 minute'
+		`INSERT INTO workflow_runs (id, namespace, instance_id, workflow_schedule_id, schedule_id, workflow_type, status, trigger, connection, queue, occurrence_time, created_at, updated_at)
+		 SELECT 'r' || lpad(k::text, 10, '0'), 'default', 'schedule:minutely:' || (extract(epoch FROM ?::timestamptz)::bigint + 60 * k),
+		        s.id, 'minutely', 'bench', 'completed', 'scheduled', 'default', 'default', ?::timestamptz + k * interval '1 minute',
+		        ?::timestamptz + k * interval '1 minute' + interval '150 milliseconds', ?::timestamptz + k * interval '1 minute'
 		 FROM generate_series(1, 525599) AS k, workflow_schedules s WHERE k % 10 <> 0`,
-		`INSERT INTO workflow_runs (id, namespace, workflow_instance_id, instance_id, workflow_schedule_id, schedule_id, workflow_type, status, trigger, connection, queue, occurrence_time, created_at, updated_at)
-		 SELECT i.latest_run_id, 'default', i.id, i.instance_id, i.workflow_schedule_id, 'minutely', 'bench', 'completed', 'scheduled', 'default', 'default', i.created_at, i.created_at + interval '150 milliseconds', i.created_at
-		 FROM workflow_instances i`,
 		`INSERT INTO workflow_schedule_history_events (id, workflow_schedule_id, sequence, event_type, payload, workflow_instance_id, workflow_run_id, recorded_at)
 		 SELECT 'e' || lpad(k::text, 10, '0'), s.id, 100 + k,
 		        CASE WHEN k % 10 = 0 THEN 'ScheduleTriggerSkipped' ELSE 'ScheduleTriggered' END,
@@ -55,10 +53,10 @@ func BenchmarkLedgerPage(b *testing.B) {
 		var args []any
 		switch i {
 		case 0:
-			args = []any{created, created, created}
-		case 2:
+			args = []any{created, created, created, created}
+		case 1:
 			args = []any{created, created}
-		case 3:
+		case 2:
 			args = []any{created}
 		}
 		if _, err := db.ExecContext(ctx, q, args...); err != nil {

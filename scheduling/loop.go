@@ -70,16 +70,10 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 	if err != nil {
 		return res, err
 	}
-	for {
-		rows, err := l.Service.Tick(ctx, limit)
-		res.Rows = append(res.Rows, rows...)
-		if err != nil {
-			return res, err
-		}
-		// Each phase claims at most limit rows; a short pass means caught up.
-		if len(rows) < limit || ctx.Err() != nil {
-			break
-		}
+	rows, err := l.tickAll(ctx, limit)
+	res.Rows = rows
+	if err != nil {
+		return res, err
 	}
 	expired, err := l.Service.EnforceDeadlines(ctx, limit)
 	res.Expired = expired
@@ -88,6 +82,52 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 	}
 	res.Deleted, err = l.Service.Retain(ctx, l.Retention)
 	return res, err
+}
+
+// tickParallelism is how many tick loops drain a backlog at once on
+// PostgreSQL. One loop is serial on one connection: the database waits
+// while the service builds a batch and the service waits while the
+// database writes it, so on two cores one sits idle. Two loops claim
+// disjoint batches (FOR UPDATE SKIP LOCKED) and keep both busy. SQLite has
+// one connection, so it ticks alone.
+const tickParallelism = 2
+
+// tickAll ticks until a batch comes back short (each phase claims at most
+// limit rows; a short one means caught up). The first tick runs alone, so
+// a pass without a backlog is exactly one serial tick — drains before
+// fires; only a full first batch makes the others join.
+func (l *Loop) tickAll(ctx context.Context, limit int) ([]TickRow, error) {
+	rows, err := l.Service.Tick(ctx, limit)
+	if err != nil || len(rows) < limit || ctx.Err() != nil {
+		return rows, err
+	}
+	loops := 1
+	if l.Service.CanPrepare() {
+		loops = tickParallelism
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range loops {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				more, err := l.Service.Tick(ctx, limit)
+				mu.Lock()
+				rows = append(rows, more...)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				if err != nil || len(more) < limit {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return rows, firstErr
 }
 
 // Start runs passes in the background until ctx ends or Stop is called.

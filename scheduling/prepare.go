@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -17,9 +18,9 @@ import (
 // "* * * * *" schedule fires at second 0), writing their fires takes longer
 // than a second even at the database's limit, so firing them when the
 // instant comes makes the last ones seconds late. Instead the loop can
-// prepare them beforehand: in one transaction it locks the schedules due at
-// the instant, writes their fires as of the instant, keeps the transaction
-// open, and commits it when the clock reaches the instant. Until then
+// prepare them beforehand: in open transactions (two, writing at once) it
+// locks the schedules due at the instant, writes their fires as of the
+// instant, and commits them when the clock reaches the instant. Until then
 // nobody sees the runs, and the locked schedules cannot change, so the fire
 // is exactly the one a tick at the instant would have made; only fires
 // whose outcome cannot change in the meantime are prepared (see
@@ -58,9 +59,20 @@ type Prepared struct {
 	Rows []TickRow // what each prepared fire did (as of At)
 	// CommittedAt is when Commit made them visible (by the service clock).
 	CommittedAt time.Time
-	tx          *bun.Tx // nil when nothing was prepared
+	txs         []*bun.Tx // the open transactions holding the fires; none when nothing was prepared
 	s           *Service
 }
+
+// prepareParallelism is how many transactions prepare an instant at once.
+// One is serial on its connection — the database waits while the service
+// builds a batch, and the other way round — so two keep two cores busy and
+// prepare 100,000 fires in well under a minute. They claim disjoint
+// schedules (SKIP LOCKED) and commit together at the instant.
+const prepareParallelism = 2
+
+// maxPrepareRescans bounds how often a preparer walks the instant's range
+// again from its start once its cursor reached the end.
+const maxPrepareRescans = 2
 
 // CanPrepare reports whether the database supports preparing fires ahead.
 func (s *Service) CanPrepare() bool { return database.Of(s.db).CanFireAhead() }
@@ -77,11 +89,12 @@ func (s *Service) NextFireInstant(ctx context.Context, after, until time.Time) (
 }
 
 // PrepareFires writes the fires of the schedules due at the instant at, in
-// batches of limit, and returns them uncommitted. It starts no batch that
-// might not finish by deadline (judged by the slowest batch so far), so
-// preparation never runs into the instant. A batch that fails is undone
-// alone and ends the preparation: its schedules fire through the regular
-// tick, which isolates failures one schedule at a time.
+// batches of limit in prepareParallelism transactions, and returns them
+// uncommitted. No transaction starts a batch that might not finish by
+// deadline (judged by its slowest batch so far), so preparation never runs
+// into the instant. A batch that fails is undone alone and ends its
+// transaction's preparation: its schedules fire through the regular tick,
+// which isolates failures one schedule at a time.
 func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, deadline time.Time) (*Prepared, error) {
 	if !s.CanPrepare() {
 		return nil, ErrPrepareUnsupported
@@ -90,11 +103,44 @@ func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, dea
 		limit = DefaultTickLimit
 	}
 	at = utcMicro(at)
+	p := &Prepared{At: at, s: s}
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+	)
+	for range prepareParallelism {
+		wg.Go(func() {
+			tx, rows, err := s.prepareInOneTx(ctx, at, limit, deadline)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if tx != nil {
+				p.txs = append(p.txs, tx)
+				p.Rows = append(p.Rows, rows...)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		_ = p.Rollback()
+		return nil, firstErr
+	}
+	return p, nil
+}
+
+// prepareInOneTx is one preparer of PrepareFires: in a transaction of its
+// own it writes batches of the instant's fires until none is left or the
+// next might not finish by deadline, and returns the transaction open — or
+// rolled back and nil when it wrote nothing. It fails only if it cannot
+// begin or the context ends; a failed batch just ends its preparation.
+func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, deadline time.Time) (*bun.Tx, []TickRow, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("begin prepared fires: %w", err)
+		return nil, nil, fmt.Errorf("begin prepared fires: %w", err)
 	}
-	p := &Prepared{At: at, tx: &tx, s: s}
 	afterID := ""
 	phase := s.duePhase(func(ctx context.Context, tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) {
 		claimed, err := models.ClaimAt(ctx, tx, at, afterID, limit, []string{OverlapAllowAll})
@@ -103,41 +149,65 @@ func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, dea
 		}
 		return claimed, err
 	})
-	var slowest time.Duration
+	var (
+		all     []TickRow
+		slowest time.Duration
+		batches int
+		rescans int
+		stop    = "caught up"
+	)
+	defer func() {
+		s.logger.Debug("preparer done", "at", at, "fires", len(all), "batches", batches, "rescans", rescans, "slowest_batch", slowest, "stopped", stop)
+	}()
 	for {
 		started := s.clock.Now()
 		if started.Add(slowest * 3 / 2).After(deadline) {
+			stop = "deadline"
 			break
 		}
 		rows, err := savepoint(ctx, tx, func() ([]TickRow, error) { return s.fastBatch(ctx, tx, phase, at) })
 		if err != nil {
 			if ctx.Err() != nil {
 				_ = tx.Rollback()
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 			s.logger.Warn("preparing fires ahead stopped; the rest fire at the instant", "at", at, "err", err)
+			stop = "failed batch"
 			break
 		}
-		p.Rows = append(p.Rows, rows...)
+		all = append(all, rows...)
+		batches++
 		slowest = max(slowest, s.clock.Now().Sub(started))
 		if len(rows) < limit {
-			break
+			// The cursor passed rows the sibling preparer held at that
+			// moment; a 100,000-schedule instant showed such holes (half
+			// the instant left to the regular tick). Walking the range once
+			// more from its start finds what is still free; rows this
+			// transaction already moved are no longer in it.
+			if rescans == maxPrepareRescans || afterID == "" {
+				break
+			}
+			rescans++
+			afterID = ""
 		}
 	}
-	if len(p.Rows) == 0 {
-		p.tx = nil
-		if err := tx.Rollback(); err != nil {
-			return nil, fmt.Errorf("roll back empty prepared fires: %w", err)
+	if len(all) == 0 {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			s.logger.Warn("roll back empty prepared fires", "at", at, "err", err)
 		}
+		return nil, nil, nil
 	}
-	return p, nil
+	return &tx, all, nil
 }
 
 // Commit makes the prepared fires visible. Before the instant it refuses
-// (the transaction stays open); more than MaxCommitDelay after it, it rolls
-// the fires back and returns a CommitTooLateError.
+// (the transactions stay open); more than MaxCommitDelay after it, it rolls
+// the fires back and returns a CommitTooLateError. The transactions commit
+// at once (each on its own connection); should one fail, the others' fires
+// stand (each holds whole fires of its own schedules) and the failed one's
+// schedules fire through the regular tick.
 func (p *Prepared) Commit(ctx context.Context) error {
-	if p.tx == nil {
+	if len(p.txs) == 0 {
 		return nil
 	}
 	now := p.s.clock.Now()
@@ -150,26 +220,35 @@ func (p *Prepared) Commit(ctx context.Context) error {
 		}
 		return &CommitTooLateError{Late: late}
 	}
-	tx := p.tx
-	p.tx = nil
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit prepared fires: %w", err)
+	txs := p.txs
+	p.txs = nil
+	errs := make([]error, len(txs))
+	var wg sync.WaitGroup
+	for i, tx := range txs {
+		wg.Go(func() { errs[i] = tx.Commit() })
+	}
+	wg.Wait()
+	var firstErr error
+	for _, err := range errs {
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("commit prepared fires: %w", err)
+		}
 	}
 	p.CommittedAt = p.s.clock.Now()
 	p.s.wakeups.broadcast() // long-polling workers: new runs are committed
-	return nil
+	return firstErr
 }
 
 // Rollback discards the prepared fires; their schedules are due again.
 func (p *Prepared) Rollback() error {
-	if p.tx == nil {
-		return nil
+	txs := p.txs
+	p.txs = nil
+	var firstErr error
+	for _, tx := range txs {
+		// A transaction whose context ended is already rolled back.
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) && firstErr == nil {
+			firstErr = fmt.Errorf("roll back prepared fires: %w", err)
+		}
 	}
-	tx := p.tx
-	p.tx = nil
-	// A transaction whose context ended is already rolled back.
-	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-		return fmt.Errorf("roll back prepared fires: %w", err)
-	}
-	return nil
+	return firstErr
 }

@@ -24,7 +24,7 @@ func (f *fixture) count(model any, where string, args ...any) int {
 }
 
 // Under steady firing with a worker finishing every run, retention keeps
-// the runs, their history and their instances at the retention window's
+// the runs (each its own instance) and their history at the retention window's
 // worth, pass after pass; the audit stream is untouched; the latest run of
 // a schedule survives however old.
 func TestRetentionKeepsTablesFlat(t *testing.T) {
@@ -58,8 +58,8 @@ func TestRetentionKeepsTablesFlat(t *testing.T) {
 		}
 		// Day one and two fill the window; from then on it stays at 48-49.
 		require.Equal(t, []int{24, 48, 49, 49, 49, 49}, sizes)
-		require.Equal(t, f.count((*models.Run)(nil), ""), f.count((*models.Instance)(nil), ""), "no instance outlives its run")
-		require.Equal(t, 3*f.count((*models.Run)(nil), ""), f.count((*models.RunEvent)(nil), ""), "no history outlives its run (ScheduleTriggered, RunStarted, RunCompleted each)")
+		// ScheduleTriggered is served from the run row (migration 0009).
+		require.Equal(t, 2*f.count((*models.Run)(nil), ""), f.count((*models.RunEvent)(nil), ""), "no history outlives its run (RunStarted, RunCompleted each)")
 		require.Equal(t, 1, f.count((*models.Run)(nil), "workflow_schedule_id = ?", idle.ID), "the latest run stays, six days old")
 		require.EqualValues(t, 24*6+1, len(f.eventsAll("hourly")), "the audit stream is kept whole")
 	})
@@ -107,9 +107,10 @@ func TestRetentionPurgesDeletedSchedules(t *testing.T) {
 
 		deleted, err := f.svc.Retain(f.ctx, scheduling.Retention{PurgeDeletedAfter: 48 * time.Hour, Batch: 2})
 		require.NoError(t, err)
-		// Each failed run: ScheduleTriggered, RunStarted, RunAttemptFailed,
-		// RunFailed; the stream: created, five fires, deleted.
-		require.Equal(t, models.DeletedRows{Runs: 5, RunEvents: 20, Instances: 5, Schedules: 1, ScheduleEvents: 7}, deleted)
+		// Each failed run: RunStarted, RunAttemptFailed, RunFailed stored
+		// (ScheduleTriggered is served from the run row, which is also its
+		// instance); the stream: created, five fires, deleted.
+		require.Equal(t, models.DeletedRows{Runs: 5, RunEvents: 15, Schedules: 1, ScheduleEvents: 7}, deleted)
 		_, err = f.svc.Get(f.ctx, "default", "gone")
 		require.ErrorIs(t, err, scheduling.ErrNotFound)
 		require.Zero(t, f.count((*models.ScheduleHealth)(nil), "schedule_ulid = ?", old.ID))

@@ -330,7 +330,10 @@ func attemptsOf(run *models.Run, events []models.RunEvent) []Attempt {
 
 // DescribeRun returns a run and its history events.
 func (s *Service) DescribeRun(ctx context.Context, namespace, runID string) (*RunDescription, error) {
-	run, err := s.GetRun(ctx, namespace, runID)
+	run, err := models.GetStartedRun(ctx, s.db, namespace, runID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, runNotFound(namespace, runID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -338,5 +341,43 @@ func (s *Service) DescribeRun(ctx context.Context, namespace, runID string) (*Ru
 	if err != nil {
 		return nil, err
 	}
-	return &RunDescription{Run: run, Events: events, Attempts: attemptsOf(run, events)}, nil
+	if first, ok := provenanceEvent(run); ok {
+		events = append([]models.RunEvent{first}, events...)
+	}
+	return &RunDescription{Run: &run.Run, Events: events, Attempts: attemptsOf(&run.Run, events)}, nil
+}
+
+// provenanceEvent is the ScheduleTriggered event that opens the history of
+// a run a schedule started, served from the run row (migration 0009): its
+// keys are SPEC §6's, its sequence 1 and its time the run's creation, as
+// when it was a row of its own. Runs from before keep that row and have no
+// provenance columns, so they get none here.
+func provenanceEvent(run *models.StartedRun) (models.RunEvent, bool) {
+	if !run.HasProvenance() {
+		return models.RunEvent{}, false
+	}
+	var occurrence any
+	if run.OccurrenceTime != nil {
+		occurrence = FormatTime(*run.OccurrenceTime)
+	}
+	payload, err := json.Marshal(map[string]any{
+		"schedule_id": deref(run.ScheduleID), "schedule_ulid": deref(run.WorkflowScheduleID),
+		"cron_expression": deref(run.TriggerCron), "timezone": deref(run.TriggerTimezone),
+		"overlap_policy": deref(run.TriggerOverlapPolicy), "trigger_number": *run.TriggerNumber,
+		"occurrence_time": occurrence,
+	})
+	if err != nil {
+		return models.RunEvent{}, false // cannot happen: strings and numbers
+	}
+	return models.RunEvent{
+		ID: run.ID, WorkflowRunID: run.ID, Sequence: 1, EventType: RunEventScheduleTriggered,
+		Payload: payload, RecordedAt: run.CreatedAt,
+	}, true
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -88,9 +88,10 @@ func TestRunLifecycleThroughTheWorkerProtocol(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, `{"invoices":42}`, string(d.Run.Output))
 		require.Equal(t, []string{"ScheduleTriggered", "RunStarted", "RunCompleted"}, runEventTypes(t, f, run.ID))
-		var inst models.Instance
-		require.NoError(t, db.NewSelect().Model(&inst).Where("instance_id = ?", run.InstanceID).Scan(f.ctx))
-		require.Equal(t, models.RunCompleted, inst.Status, "the instance mirrors its run")
+		var byInstance models.Run
+		require.NoError(t, db.NewSelect().Model(&byInstance).Where("instance_id = ?", run.InstanceID).Scan(f.ctx))
+		require.Equal(t, run.ID, byInstance.ID, "the instance is its run")
+		require.Equal(t, models.RunCompleted, byInstance.Status)
 	})
 }
 

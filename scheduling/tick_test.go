@@ -60,8 +60,10 @@ func TestTickFiresOverdueScheduleOnceThenContinuesFromNow(t *testing.T) {
 		require.Equal(t, "scheduled", run.Trigger)
 		require.Equal(t, "default", run.Connection)
 		require.JSONEq(t, `{"region":"eu"}`, string(run.Input))
-		events, err := models.ListRunEvents(f.ctx, db, run.ID)
+		// Served from the run row since migration 0009: read it as the API does.
+		d, err := f.svc.DescribeRun(f.ctx, "default", run.ID)
 		require.NoError(t, err)
+		events := d.Events
 		require.Len(t, events, 1)
 		require.Equal(t, "ScheduleTriggered", events[0].EventType)
 		require.JSONEq(t, `{"schedule_id":"hourly","schedule_ulid":"`+s.ID+`","cron_expression":"0 * * * *","timezone":"UTC",
@@ -272,9 +274,9 @@ func TestTickSkipsAnOccurrenceThatAlreadyStarted(t *testing.T) {
 		}
 		at := time.Date(2026, 7, 16, 13, 0, 0, 0, time.UTC)
 		existing := fmt.Sprintf("schedule:b:%d", at.Unix())
-		_, err := db.NewInsert().Model(&models.Instance{
+		_, err := db.NewInsert().Model(&models.Run{
 			ID: "01EXISTING0000000000000000", Namespace: "default", InstanceID: existing, WorkflowType: "invoice-sync",
-			Status: models.RunCompleted, CreatedAt: t0, UpdatedAt: t0,
+			Status: models.RunCompleted, Trigger: "scheduled", Connection: "default", Queue: "default", CreatedAt: t0, UpdatedAt: t0,
 		}).Exec(f.ctx)
 		require.NoError(t, err)
 

@@ -547,7 +547,6 @@ func sweepFingerprint(t *testing.T, db *bun.DB) string {
 	for _, q := range []string{
 		"SELECT id, status, last_sequence, fires_count, note, updated_at FROM workflow_schedules ORDER BY id",
 		"SELECT id, status, updated_at, lease_expires_at, cancel_requested_at, worker_id FROM workflow_runs ORDER BY id",
-		"SELECT count(*) FROM workflow_instances",
 		"SELECT count(*) FROM workflow_schedule_history_events",
 		"SELECT count(*) FROM workflow_history_events",
 	} {
