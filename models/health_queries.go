@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -77,73 +76,53 @@ func AddHealth(b *Batch, db bun.IDB, deltas []HealthDelta, now time.Time) error 
 
 // healthColumns are a schedule's health as read beside its row: the
 // counters of its health row h (NULL without one) and, from the index of
-// its finished runs (migration 0010), its last RecentRunsKept finished runs
-// as one JSON array and the last one's error. Each is one index range of
-// at most RecentRunsKept entries per schedule, whatever its history.
+// its finished runs (migration 0010), the last run and the recent-runs
+// strip as JSON. Each is a range of at most RecentRunsKept index entries,
+// whatever the schedule's history; the database computes the strip's
+// milliseconds, as decoding text times was most of a page's cost.
 type healthColumns struct {
-	ConsecutiveFailures *int64        `bun:"h_consecutive_failures,scanonly"`
-	FailuresCount       *int64        `bun:"h_failures_count,scanonly"`
-	PausedAtFailures    *int64        `bun:"h_paused_at_failures,scanonly"`
-	Finished            []finishedRun `bun:"h_finished,type:jsonb,scanonly"`
-	LastError           *string       `bun:"h_last_error,scanonly"`
+	ConsecutiveFailures *int64      `bun:"h_consecutive_failures,scanonly"`
+	FailuresCount       *int64      `bun:"h_failures_count,scanonly"`
+	PausedAtFailures    *int64      `bun:"h_paused_at_failures,scanonly"`
+	LastRun             *lastRun    `bun:"h_last_run,type:jsonb,scanonly"`
+	RecentRuns          []RecentRun `bun:"h_recent_runs,type:jsonb,scanonly"`
 }
 
-// finishedRun is a strip entry as the database sends it: its times as the
-// dialect writes them. Go computes the milliseconds; SQLite's date
-// functions cost more than the rest of the page together.
-type finishedRun struct {
-	RunID      string  `json:"run_id"`
-	Status     string  `json:"status"`
-	Occurrence runTime `json:"occurrence_time"`
-	Started    runTime `json:"started_at"`
-	Finished   runTime `json:"finished_at"`
-}
-
-// runTime is a time in a JSON document built by the database: RFC 3339
-// from PostgreSQL, "2006-01-02 15:04:05.999999+00:00" text from SQLite.
-type runTime struct{ t *time.Time }
-
-func (r *runTime) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		r.t = nil
-		return nil
-	}
-	if len(b) < 12 || b[0] != '"' {
-		return fmt.Errorf("run time %s is not a string", b)
-	}
-	v := []byte(string(b[1 : len(b)-1]))
-	v[10] = 'T'
-	t, err := time.Parse(time.RFC3339Nano, string(v))
-	if err != nil {
-		return fmt.Errorf("run time: %w", err)
-	}
-	t = t.UTC()
-	r.t = &t
-	return nil
+type lastRun struct {
+	RunID        string    `json:"run_id"`
+	Status       string    `json:"status"`
+	FinishedAt   time.Time `json:"finished_at"`
+	ErrorMessage *string   `json:"error_message"`
 }
 
 // selectHealth adds the health columns to q, which reads schedules as s
 // joined (LEFT or inner) to workflow_schedule_health as h.
-//
-// The array is aggregated from a subquery already in index order (and
-// sorted again in Go, which costs nothing for ten sorted entries): an
-// ORDER BY inside PostgreSQL's aggregate sorted each schedule's ten rows
-// again and tripled the statement's cost.
 func selectHealth(db bun.IDB, q *bun.SelectQuery) *bun.SelectQuery {
-	lastFinished := func(columns string, n int) string {
-		return `SELECT ` + columns + ` FROM workflow_runs AS r WHERE r.workflow_schedule_id = s.id AND r.finished_at IS NOT NULL
-			ORDER BY r.finished_at DESC, r.id DESC LIMIT ` + strconv.Itoa(n)
+	last := func(n int) string {
+		return fmt.Sprintf(`(SELECT r.id, r.status, r.occurrence_time, r.started_at, r.finished_at, r.failure_message
+			FROM workflow_runs AS r WHERE r.workflow_schedule_id = s.id AND r.finished_at IS NOT NULL
+			ORDER BY r.finished_at DESC, r.id DESC LIMIT %d) AS lr`, n)
 	}
-	object, array := "json_build_object", "json_agg"
-	if !database.IsPostgres(db) {
-		object, array = "json_object", "json_group_array"
+	var lastRun, recent string
+	if database.IsPostgres(db) {
+		lastRun = `(SELECT json_build_object('run_id', lr.id, 'status', lr.status, 'finished_at', lr.finished_at,
+			'error_message', lr.failure_message) FROM ` + last(1) + `)`
+		recent = `(SELECT json_agg(json_build_object('run_id', lr.id, 'status', lr.status,
+			'occurrence_ms', (EXTRACT(EPOCH FROM lr.occurrence_time) * 1000)::bigint,
+			'duration_ms', (EXTRACT(EPOCH FROM lr.finished_at - lr.started_at) * 1000)::bigint)
+			ORDER BY lr.finished_at DESC, lr.id DESC) FROM ` + last(RecentRunsKept) + `)`
+	} else {
+		// SQLite stores times as text "2006-01-02 15:04:05.999999+00:00";
+		// with a T it is RFC 3339.
+		lastRun = `(SELECT json_object('run_id', lr.id, 'status', lr.status, 'finished_at', replace(lr.finished_at, ' ', 'T'),
+			'error_message', lr.failure_message) FROM ` + last(1) + `)`
+		recent = `(SELECT json_group_array(json_object('run_id', lr.id, 'status', lr.status,
+			'occurrence_ms', CAST(strftime('%s', lr.occurrence_time) AS INTEGER) * 1000 + CAST(substr(strftime('%f', lr.occurrence_time), 4, 3) AS INTEGER),
+			'duration_ms', CAST(ROUND((julianday(lr.finished_at) - julianday(lr.started_at)) * 86400000) AS INTEGER))) FROM ` + last(RecentRunsKept) + `)`
 	}
-	finished := `(SELECT ` + array + `(` + object + `('run_id', lr.id, 'status', lr.status, 'occurrence_time', lr.occurrence_time,
-		'started_at', lr.started_at, 'finished_at', lr.finished_at))
-		FROM (` + lastFinished("r.id, r.status, r.occurrence_time, r.started_at, r.finished_at", RecentRunsKept) + `) AS lr)`
 	return q.ColumnExpr("h.consecutive_failures AS h_consecutive_failures, h.failures_count AS h_failures_count, h.paused_at_failures AS h_paused_at_failures").
-		ColumnExpr(finished + " AS h_finished").
-		ColumnExpr("(" + lastFinished("r.failure_message", 1) + ") AS h_last_error")
+		ColumnExpr(lastRun + " AS h_last_run").
+		ColumnExpr(recent + " AS h_recent_runs")
 }
 
 // health is the schedule's health from its columns.
@@ -155,29 +134,13 @@ func (c *healthColumns) health(scheduleULID string) ScheduleHealth {
 		return *p
 	}
 	h := ScheduleHealth{ScheduleULID: scheduleULID, ConsecutiveFailures: deref(c.ConsecutiveFailures),
-		FailuresCount: deref(c.FailuresCount), PausedAtFailures: deref(c.PausedAtFailures), RecentRuns: make([]RecentRun, len(c.Finished))}
-	runs := c.Finished
-	slices.SortStableFunc(runs, func(a, b finishedRun) int {
-		if c := b.Finished.t.Compare(*a.Finished.t); c != 0 {
-			return c
-		}
-		return strings.Compare(b.RunID, a.RunID)
-	})
-	for i := range runs {
-		r := &runs[i]
-		rr := RecentRun{RunID: r.RunID, Status: r.Status}
-		if r.Occurrence.t != nil {
-			ms := r.Occurrence.t.UnixMilli()
-			rr.OccurrenceMs = &ms
-		}
-		if r.Started.t != nil {
-			ms := r.Finished.t.Sub(*r.Started.t).Milliseconds()
-			rr.DurationMs = &ms
-		}
-		h.RecentRuns[i] = rr
+		FailuresCount: deref(c.FailuresCount), PausedAtFailures: deref(c.PausedAtFailures), RecentRuns: c.RecentRuns}
+	if l := c.LastRun; l != nil {
+		at := l.FinishedAt.UTC()
+		h.LastRunID, h.LastRunStatus, h.LastRunFinishedAt, h.LastRunError = &l.RunID, &l.Status, &at, l.ErrorMessage
 	}
-	if len(runs) > 0 {
-		h.LastRunID, h.LastRunStatus, h.LastRunFinishedAt, h.LastRunError = &runs[0].RunID, &runs[0].Status, runs[0].Finished.t, c.LastError
+	if h.RecentRuns == nil {
+		h.RecentRuns = []RecentRun{}
 	}
 	return h
 }
