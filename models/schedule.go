@@ -137,35 +137,33 @@ type Schedule struct {
 	Health ScheduleHealth `bun:"-"`
 }
 
-// ScheduleHealth is how the schedule's finished runs went. The counters are
-// a row of workflow_schedule_health; the last run and the recent runs are
-// read from the runs themselves (models.GetHealth, ListSchedules), so that
-// a run's end writes no row its schedule's other runs also write. A
-// schedule that never finished a run has no row; its zero value is the
-// right answer then.
+// ScheduleHealth is a row of workflow_schedule_health: how the schedule's
+// finished runs went. A schedule that never finished a run has none; its
+// zero value is the right answer then.
 type ScheduleHealth struct {
 	bun.BaseModel `bun:"table:workflow_schedule_health,alias:h"`
 
-	ScheduleULID        string    `bun:"schedule_ulid,pk"`
-	ConsecutiveFailures int64     `bun:"consecutive_failures,notnull"`
-	FailuresCount       int64     `bun:"failures_count,notnull"`
-	PausedAtFailures    int64     `bun:"paused_at_failures,notnull"`
-	UpdatedAt           time.Time `bun:"updated_at,notnull"`
-
-	LastRunID         *string    `bun:"-"`
-	LastRunStatus     *string    `bun:"-"`
-	LastRunFinishedAt *time.Time `bun:"-"`
-	LastRunError      *string    `bun:"-"`
-	// RecentRuns are the last RecentRunsKept finished runs, newest first.
-	RecentRuns []RecentRun `bun:"-"`
+	ScheduleULID        string     `bun:"schedule_ulid,pk"`
+	ConsecutiveFailures int64      `bun:"consecutive_failures,notnull"`
+	FailuresCount       int64      `bun:"failures_count,notnull"`
+	PausedAtFailures    int64      `bun:"paused_at_failures,notnull"`
+	LastRunID           *string    `bun:"last_run_id"`
+	LastRunStatus       *string    `bun:"last_run_status"`
+	LastRunFinishedAt   *time.Time `bun:"last_run_finished_at"`
+	LastRunError        *string    `bun:"last_run_error"`
+	// RecentRuns are the last RecentRunsKept finished runs, newest first,
+	// kept on the row so that a registry page reads them with the health
+	// in one statement instead of ten runs per schedule.
+	RecentRuns []RecentRun `bun:"recent_runs,type:jsonb,notnull"`
+	UpdatedAt  time.Time   `bun:"updated_at,notnull"`
 }
 
-// RecentRunsKept is how many finished runs the health strip shows.
+// RecentRunsKept is how many finished runs a health row keeps.
 const RecentRunsKept = 10
 
 // RecentRun is one of a schedule's last finished runs, for the health strip.
-// The database computes the occurrence as Unix milliseconds: a registry
-// page decodes 500 of these, and parsing text times was most of its cost.
+// The occurrence is kept as Unix milliseconds: a registry page decodes 500
+// of these, and parsing text times was most of its cost.
 type RecentRun struct {
 	RunID        string `json:"run_id"`
 	Status       string `json:"status"`

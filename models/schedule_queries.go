@@ -234,16 +234,34 @@ type ScheduleFilter struct {
 	DueBefore *time.Time
 }
 
-// scheduleWithHealth is a list row: the schedule and, in the same
-// statement, its health (selectHealth).
+// scheduleWithHealth is a list row: the schedule and, joined in the same
+// statement, its health row (absent until a run finished).
 type scheduleWithHealth struct {
-	Schedule `bun:",extend"`
-	healthColumns
+	Schedule            `bun:",extend"`
+	ConsecutiveFailures *int64      `bun:"h_consecutive_failures,scanonly"`
+	FailuresCount       *int64      `bun:"h_failures_count,scanonly"`
+	PausedAtFailures    *int64      `bun:"h_paused_at_failures,scanonly"`
+	LastRunID           *string     `bun:"h_last_run_id,scanonly"`
+	LastRunStatus       *string     `bun:"h_last_run_status,scanonly"`
+	LastRunFinishedAt   *time.Time  `bun:"h_last_run_finished_at,scanonly"`
+	LastRunError        *string     `bun:"h_last_run_error,scanonly"`
+	RecentRuns          []RecentRun `bun:"h_recent_runs,type:jsonb,scanonly"`
 }
 
 func (r *scheduleWithHealth) schedule() Schedule {
 	s := r.Schedule
-	s.Health = r.health(s.ID)
+	deref := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	s.Health = ScheduleHealth{ScheduleULID: s.ID, ConsecutiveFailures: deref(r.ConsecutiveFailures), FailuresCount: deref(r.FailuresCount),
+		PausedAtFailures: deref(r.PausedAtFailures), LastRunID: r.LastRunID, LastRunStatus: r.LastRunStatus,
+		LastRunFinishedAt: r.LastRunFinishedAt, LastRunError: r.LastRunError, RecentRuns: r.RecentRuns}
+	if s.Health.RecentRuns == nil {
+		s.Health.RecentRuns = []RecentRun{}
+	}
 	return s
 }
 
@@ -253,7 +271,10 @@ func (r *scheduleWithHealth) schedule() Schedule {
 // second query for the page's health cost more than the page itself.
 func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedule, bool, error) {
 	var rows []scheduleWithHealth
-	q := selectHealth(db, db.NewSelect().Model(&rows).ColumnExpr("s.*")).
+	q := db.NewSelect().Model(&rows).ColumnExpr("s.*").
+		ColumnExpr("h.consecutive_failures AS h_consecutive_failures, h.failures_count AS h_failures_count, h.paused_at_failures AS h_paused_at_failures").
+		ColumnExpr("h.last_run_id AS h_last_run_id, h.last_run_status AS h_last_run_status, h.last_run_finished_at AS h_last_run_finished_at").
+		ColumnExpr("h.last_run_error AS h_last_run_error, h.recent_runs AS h_recent_runs").
 		Where("s.namespace = ?", f.Namespace)
 	if len(f.Statuses) > 0 {
 		q = q.Where("s.status IN (?)", bun.In(f.Statuses))

@@ -328,8 +328,14 @@ func seedRuns(b *testing.B, db *bun.DB, prefix string, schedules, each int) {
 		if _, err := db.NewInsert().Model(&runs).Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
-		// The counters; the last run and the strip are read from the runs.
-		h := models.ScheduleHealth{ScheduleULID: ulid, FailuresCount: int64(each / 5), UpdatedAt: t0}
+		last := runs[len(runs)-1]
+		h := models.ScheduleHealth{ScheduleULID: ulid, FailuresCount: int64(each / 5), LastRunID: &last.ID,
+			LastRunStatus: &last.Status, LastRunFinishedAt: last.FinishedAt, UpdatedAt: t0, RecentRuns: []models.RecentRun{}}
+		for i := len(runs) - 1; i >= len(runs)-models.RecentRunsKept; i-- {
+			ms := int64(1000)
+			at := runs[i].OccurrenceTime.UnixMilli()
+			h.RecentRuns = append(h.RecentRuns, models.RecentRun{RunID: runs[i].ID, Status: runs[i].Status, OccurrenceMs: &at, DurationMs: &ms})
+		}
 		if _, err := db.NewInsert().Model(&h).Exec(ctx); err != nil {
 			b.Fatal(err)
 		}

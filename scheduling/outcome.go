@@ -84,6 +84,7 @@ func (o *outcomes) flush(ctx context.Context, tx bun.IDB, now time.Time) error {
 			d.Failures++
 			d.ConsecutiveAdd++
 		}
+		d.Finished = append(d.Finished, run)
 	}
 	o.runs = nil
 	if err := models.AddHealth(b, tx, deltas, now); err != nil {
