@@ -318,8 +318,21 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 		rows = rows[:f.Limit]
 	}
 	out := make([]Schedule, len(rows))
+	ids := make([]string, len(rows))
 	for i := range rows {
 		out[i] = rows[i].schedule()
+		ids[i] = out[i].ID
+	}
+	// Run ends not folded into the health rows yet: one indexed read for
+	// the page, usually of nothing.
+	if len(ids) > 0 {
+		pending, err := newestPending(ctx, db, ids)
+		if err != nil {
+			return nil, false, err
+		}
+		for i := range out {
+			out[i].Health.merge(pending[out[i].ID])
+		}
 	}
 	return out, more, nil
 }
