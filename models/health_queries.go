@@ -161,12 +161,35 @@ func FoldHealth(ctx context.Context, tx bun.IDB, now time.Time, limit int) (int,
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	rows := make([]ScheduleHealth, len(ids))
-	for i, id := range ids {
-		rows[i] = ScheduleHealth{ScheduleULID: id, RecentRuns: []RecentRun{}, UpdatedAt: now}
-	}
-	if _, err := tx.NewInsert().Model(&rows).On("CONFLICT (schedule_ulid) DO NOTHING").Exec(ctx); err != nil {
+	// A schedule's first fold creates its health row. The row's foreign
+	// key takes a key-share lock on the schedule, which would wait for the
+	// tick's lock (firing ahead holds schedules for seconds): such
+	// schedules are left for the next pass.
+	var missing, free []string
+	err = tx.NewSelect().Model((*Schedule)(nil)).Column("s.id").Where("s.id IN (?)", bun.In(ids)).
+		Where("NOT EXISTS (SELECT 1 FROM workflow_schedule_health AS h WHERE h.schedule_ulid = s.id)").Scan(ctx, &missing)
+	if err != nil {
 		return 0, fmt.Errorf("fold health: %w", err)
+	}
+	if len(missing) > 0 {
+		q := database.Lock(tx.NewSelect().Model((*Schedule)(nil)).Column("s.id").Where("s.id IN (?)", bun.In(missing)).OrderExpr("s.id"),
+			"KEY SHARE SKIP LOCKED")
+		if err := q.Scan(ctx, &free); err != nil {
+			return 0, fmt.Errorf("fold health: %w", err)
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(missing, id) && !slices.Contains(free, id) })
+		rows := make([]ScheduleHealth, len(free))
+		for i, id := range free {
+			rows[i] = ScheduleHealth{ScheduleULID: id, RecentRuns: []RecentRun{}, UpdatedAt: now}
+		}
+		if len(rows) > 0 {
+			if _, err := tx.NewInsert().Model(&rows).On("CONFLICT (schedule_ulid) DO NOTHING").Exec(ctx); err != nil {
+				return 0, fmt.Errorf("fold health: %w", err)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
 	}
 	var health []ScheduleHealth
 	q := tx.NewSelect().Model(&health).Where("h.schedule_ulid IN (?)", bun.In(ids)).OrderExpr("h.schedule_ulid")
