@@ -30,9 +30,6 @@ type Dialect interface {
 	// JSONTextParam is JSONText with the key bound as the query's next
 	// argument.
 	JSONTextParam(column string) string
-	// JSONArrayHead is the expression for the first n elements of the JSON
-	// array head followed by the elements of tail.
-	JSONArrayHead(head, tail string, n int) string
 	// IsUniqueViolation reports whether err is a unique-key violation, by
 	// the driver's error code (not by matching message text, which drivers
 	// are free to reword).
@@ -89,9 +86,6 @@ func (postgres) Lock(q *bun.SelectQuery, clause string) *bun.SelectQuery {
 }
 func (postgres) JSONText(column, key string) string { return column + "->>'" + key + "'" }
 func (postgres) JSONTextParam(column string) string { return column + "->>?" }
-func (postgres) JSONArrayHead(head, tail string, n int) string {
-	return fmt.Sprintf("jsonb_path_query_array(%s || %s, '$[0 to %d]')", head, tail, n-1)
-}
 func (postgres) IsUniqueViolation(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "23505"
@@ -169,12 +163,6 @@ func (sqlite) MigrationTx(ctx context.Context, db *bun.DB, _ int64, fn func(ctx 
 }
 func (sqlite) SingleWriter() bool { return true }
 func (sqlite) CanFireAhead() bool { return false }
-func (sqlite) JSONArrayHead(head, tail string, n int) string {
-	return fmt.Sprintf(`(SELECT json_group_array(json(value)) FROM (
-		SELECT value FROM (SELECT key AS k, value FROM json_each(%s)
-			UNION ALL SELECT 1000000 + key, value FROM json_each(%s))
-		ORDER BY k LIMIT %d))`, head, tail, n)
-}
 func (sqlite) IsUniqueViolation(err error) bool {
 	var lite interface{ Code() int }
 	if errors.As(err, &lite) {

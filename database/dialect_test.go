@@ -44,12 +44,6 @@ func TestDialectConformance(t *testing.T) {
 			require.NoError(t, db.NewRaw("SELECT id FROM dup WHERE "+d.JSONTextParam("doc")+" = ?", "odd key", "v").Scan(ctx, &got))
 			require.Equal(t, []string{"a"}, got, "a key with a space, bound as a parameter")
 		})
-		t.Run("JSONArrayHead", func(t *testing.T) {
-			var got string
-			expr := d.JSONArrayHead(jsonCast(d, "'[1, 2, 3]'"), jsonCast(d, "'[4, 5]'"), 4)
-			require.NoError(t, db.NewRaw("SELECT CAST("+expr+" AS text)").Scan(ctx, &got))
-			require.JSONEq(t, `[1, 2, 3, 4]`, got)
-		})
 		t.Run("Lock", func(t *testing.T) {
 			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 				var ids []string

@@ -117,6 +117,9 @@ func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, lim
 	if d.ScheduleEvents == limit {
 		return d, false, nil
 	}
+	if _, err := db.NewDelete().Model((*HealthPending)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
+		return d, false, fmt.Errorf("purge pending health: %w", err)
+	}
 	if _, err := db.NewDelete().Model((*ScheduleHealth)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
 		return d, false, fmt.Errorf("purge health: %w", err)
 	}

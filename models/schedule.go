@@ -153,7 +153,8 @@ type ScheduleHealth struct {
 	LastRunError        *string    `bun:"last_run_error"`
 	// RecentRuns are the last RecentRunsKept finished runs, newest first,
 	// kept on the row so that a registry page reads them with the health
-	// in one statement instead of ten runs per schedule.
+	// in one statement instead of ten runs per schedule. The row holds the
+	// runs folded into it; readers merge the pending ones (HealthPending).
 	RecentRuns []RecentRun `bun:"recent_runs,type:jsonb,notnull"`
 	UpdatedAt  time.Time   `bun:"updated_at,notnull"`
 }
@@ -169,6 +170,9 @@ type RecentRun struct {
 	Status       string `json:"status"`
 	OccurrenceMs *int64 `json:"occurrence_ms"`
 	DurationMs   *int64 `json:"duration_ms"` // from its first start to its end; null if it never started
+	// FinishedMs orders entries when pending ends are merged in (entries
+	// stored before migration 0010 have none and sort last).
+	FinishedMs *int64 `json:"finished_ms,omitempty"`
 }
 
 // Occurrence is the run's occurrence time, if it has one.

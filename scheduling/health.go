@@ -32,6 +32,26 @@ func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedul
 	return nil
 }
 
+// FoldHealth moves the run ends recorded since the last pass into their
+// schedules' health rows (models.FoldHealth), a transaction per limit
+// schedules, and returns how many schedules it folded. The loop runs it
+// every pass; until then readers merge the pending ends themselves.
+func (s *Service) FoldHealth(ctx context.Context, limit int) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			var err error
+			n, err = models.FoldHealth(ctx, tx, s.now(), limit)
+			return err
+		})
+		total += n
+		if err != nil || n < limit || ctx.Err() != nil {
+			return total, err
+		}
+	}
+}
+
 // PauseFailing pauses the active schedules whose consecutive unsuccessful
 // runs reached their pause_after_failures (CONTRACT §10), as the scheduler,
 // with a reason naming the count and the last error. The loop runs it every

@@ -64,6 +64,9 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 	if err != nil {
 		return res, err
 	}
+	if _, err := l.Service.FoldHealth(ctx, limit); err != nil {
+		return res, err
+	}
 	// Pause failing schedules first, so that they do not fire again.
 	paused, err := l.Service.PauseFailing(ctx, limit)
 	res.Paused = paused

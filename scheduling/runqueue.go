@@ -117,6 +117,9 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 		if err != nil {
 			return err
 		}
+		// The claimed runs' writes go to the database as one batch: a
+		// poll of ten runs is then one round trip, not ten.
+		out := &outcomes{batch: models.NewBatch(tx)}
 		for i := range runs {
 			run := &runs[i]
 			run.Status = models.RunRunning
@@ -131,9 +134,12 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 			if req.Principal != "" {
 				run.WorkerPrincipal = &req.Principal
 			}
-			if err := s.transition(ctx, tx, nil, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
+			if err := s.transition(ctx, tx, out, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
 				return err
 			}
+		}
+		if err := out.batch.Exec(ctx, tx); err != nil {
+			return err
 		}
 		claimed = runs
 		return nil
