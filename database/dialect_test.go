@@ -95,10 +95,3 @@ func jsonType(d database.Dialect) string {
 	}
 	return "text"
 }
-
-func jsonCast(d database.Dialect, literal string) string {
-	if d.Name() == database.PostgreSQL {
-		return literal + "::jsonb"
-	}
-	return literal
-}
