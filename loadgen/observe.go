@@ -22,6 +22,8 @@ type Watch struct {
 	Occurrence time.Time
 	// Want is how many runs make it complete; watching stops there.
 	Want int
+	// From is when watching starts (two seconds before Occurrence if zero).
+	From time.Time
 	// Until is when watching gives up.
 	Until time.Time
 	// Before, when set, is the next watched instant: runs stamped from a
@@ -51,7 +53,10 @@ func Observe(ctx context.Context, db bun.IDB, w Watch) ([]Sighting, error) {
 		q += " AND id < ?"
 		args = append(args, runIDAt(w.Before.Add(-time.Second)))
 	}
-	if !sleepUntil(ctx, w.Occurrence.Add(-2*time.Second)) {
+	if w.From.IsZero() {
+		w.From = w.Occurrence.Add(-2 * time.Second)
+	}
+	if !sleepUntil(ctx, w.From) {
 		return nil, ctx.Err()
 	}
 	var out []Sighting

@@ -119,12 +119,14 @@ func (r Run) Execute(ctx context.Context) (Report, error) {
 
 	var all []float64
 	for i, at := range instants {
-		w := Watch{Occurrence: at, Want: r.Schedules, Until: at.Add(max(r.Every-3*time.Second, 30*time.Second))}
+		// Watch from a little before the instant until a little before
+		// the next one's watch begins (the last one as long as another
+		// would, but at least 30 s).
+		margin := min(2*time.Second, r.Every/4)
+		w := Watch{Occurrence: at, Want: r.Schedules, From: at.Add(-margin), Until: at.Add(max(r.Every-margin, 30*time.Second))}
 		if i+1 < len(instants) {
 			w.Before = instants[i+1]
-			if next := instants[i+1].Add(-3 * time.Second); next.Before(w.Until) {
-				w.Until = next
-			}
+			w.Until = instants[i+1].Add(-margin)
 		}
 		sightings, err := Observe(ctx, r.DB, w)
 		if err != nil {
