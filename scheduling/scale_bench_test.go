@@ -1,0 +1,50 @@
+package scheduling_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/scheduling/schedtest"
+)
+
+// BenchmarkLoopPassIdle: one whole loop pass with nothing due among
+// 1k/10k/100k idle schedules — what every replica does every second most
+// of the time: timed pauses that ended, failing schedules to pause, the
+// tick, the deadline sweep and retention (serve's default, 30 days), then
+// the look for the next instant that decides how long to sleep and what to
+// prepare. BenchmarkTickIdle covers the tick alone; this is the rest of
+// the pass, which must not grow with idle schedules either.
+//
+//	go test ./scheduling -run '^$' -bench LoopPassIdle -count 3 -timeout 60m
+func BenchmarkLoopPassIdle(b *testing.B) {
+	for _, dialect := range dbtest.Dialects {
+		for _, idle := range []int{1000, 10000, 100000} {
+			b.Run(fmt.Sprintf("%s/idle=%d", dialect, idle), func(b *testing.B) {
+				db := dbtest.Open(b, dialect)
+				clock := schedtest.NewClock(t0)
+				svc := schedtest.Service(db, clock)
+				seedSchedules(b, db, "idle", idle, t0.Add(365*24*time.Hour))
+				ctx := context.Background()
+				if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+					b.Fatal(err)
+				}
+				loop := &scheduling.Loop{Service: svc, Limit: 500, Retention: scheduling.Retention{KeepRuns: 30 * 24 * time.Hour}}
+				for i := 0; b.Loop(); i++ {
+					now := t0.Add(time.Duration(i) * time.Second)
+					clock.Set(now)
+					res, err := loop.RunOnce(ctx)
+					if err != nil || len(res.Rows) != 0 {
+						b.Fatalf("pass: %d rows, %v", len(res.Rows), err)
+					}
+					if _, _, ok, err := svc.NextFireInstant(ctx, now, now.Add(10*time.Second)); err != nil || ok {
+						b.Fatalf("next instant: %v %v", ok, err)
+					}
+				}
+			})
+		}
+	}
+}
