@@ -26,9 +26,6 @@ type Watch struct {
 	From time.Time
 	// Until is when watching gives up.
 	Until time.Time
-	// Before, when set, is the next watched instant: runs stamped from a
-	// second before it on belong to it, not to Occurrence.
-	Before time.Time
 	// Every is the polling period, the measurement's resolution (20 ms if
 	// zero).
 	Every time.Duration
@@ -36,9 +33,10 @@ type Watch struct {
 
 // Observe watches the runs of one instant appear, from outside the loop:
 // on its own connection, from two seconds before the occurrence, it counts
-// every w.Every the runs whose ID is at least the occurrence minus a
-// second. Run IDs are ULIDs stamped with the fire time (or the instant, for
-// fires prepared ahead), so that is one index range on the primary key, and
+// every w.Every the runs of the occurrence whose ID is at least the
+// occurrence minus a second. Run IDs are ULIDs stamped with the fire time
+// (or the instant, for fires prepared ahead), so that is one range on the
+// primary key, not the whole table; and
 // a run counts the moment its transaction commits — when a worker could
 // first claim it. That is why lag is measured here and not from the stored
 // created_at, which for prepared fires is the instant by construction.
@@ -46,13 +44,10 @@ func Observe(ctx context.Context, db bun.IDB, w Watch) ([]Sighting, error) {
 	if w.Every <= 0 {
 		w.Every = 20 * time.Millisecond
 	}
-	lower := runIDAt(w.Occurrence.Add(-time.Second))
-	q := "SELECT count(*) FROM workflow_runs WHERE id >= ?"
-	args := []any{lower}
-	if !w.Before.IsZero() {
-		q += " AND id < ?"
-		args = append(args, runIDAt(w.Before.Add(-time.Second)))
-	}
+	// The occurrence filter keeps late fires of an earlier instant out
+	// when a load is too heavy to finish before the next one.
+	q := "SELECT count(*) FROM workflow_runs WHERE id >= ? AND occurrence_time = ?"
+	args := []any{runIDAt(w.Occurrence.Add(-time.Second)), w.Occurrence.UTC()}
 	if w.From.IsZero() {
 		w.From = w.Occurrence.Add(-2 * time.Second)
 	}

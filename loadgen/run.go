@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -88,8 +87,8 @@ func (r Run) Execute(ctx context.Context) (Report, error) {
 	if err := Seed(ctx, r.DB, r.Prefix, r.Schedules, EverySpec(parked, r.Every), parked); err != nil {
 		return rep, err
 	}
-	if _, err := r.DB.ExecContext(ctx, "ANALYZE"); err != nil {
-		return rep, fmt.Errorf("analyze: %w", err)
+	if err := Analyze(ctx, r.DB, "workflow_schedules"); err != nil {
+		return rep, err
 	}
 	say("seeded %d schedules in %s", r.Schedules, time.Since(started).Round(time.Millisecond))
 	before, err := Measure(ctx, r.DB)
@@ -125,7 +124,6 @@ func (r Run) Execute(ctx context.Context) (Report, error) {
 		margin := min(2*time.Second, r.Every/4)
 		w := Watch{Occurrence: at, Want: r.Schedules, From: at.Add(-margin), Until: at.Add(max(r.Every-margin, 30*time.Second))}
 		if i+1 < len(instants) {
-			w.Before = instants[i+1]
 			w.Until = instants[i+1].Add(-margin)
 		}
 		sightings, err := Observe(ctx, r.DB, w)

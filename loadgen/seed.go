@@ -76,3 +76,15 @@ func Arm(ctx context.Context, db bun.IDB, prefix string, spec models.Spec, first
 	}
 	return nil
 }
+
+// Analyze refreshes the planner's statistics of the given tables after a
+// bulk load, table by table: a bare ANALYZE would go through every schema
+// of a PostgreSQL database, other people's included.
+func Analyze(ctx context.Context, db bun.IDB, tables ...string) error {
+	for _, t := range tables {
+		if _, err := db.NewRaw("ANALYZE ?", bun.Ident(t)).Exec(ctx); err != nil {
+			return fmt.Errorf("analyze %s: %w", t, err)
+		}
+	}
+	return nil
+}

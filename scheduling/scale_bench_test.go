@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
@@ -29,7 +30,7 @@ func BenchmarkLoopPassIdle(b *testing.B) {
 				svc := schedtest.Service(db, clock)
 				seedSchedules(b, db, "idle", idle, t0.Add(365*24*time.Hour))
 				ctx := context.Background()
-				if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+				if err := loadgen.Analyze(ctx, db, "workflow_schedules"); err != nil {
 					b.Fatal(err)
 				}
 				loop := &scheduling.Loop{Service: svc, Limit: 500, Retention: scheduling.Retention{KeepRuns: 30 * 24 * time.Hour}}
