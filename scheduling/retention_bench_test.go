@@ -227,6 +227,9 @@ func benchRetention(b *testing.B, dialect, mode string, instanceIndex bool) {
 		}
 		b.Logf("%s minute %2d: fired %d in %4.0f ms (%5.0f fires/s); runs %7d rows, %6.1f MB; all tables %6.1f MB, %8d rows",
 			b.Name(), k, fired, ms(took), float64(fired)/took.Seconds(), runs, float64(runBytes)/1e6, float64(all.Bytes)/1e6, all.Rows)
+		if k == 1 || k == retentionMinutes {
+			b.Logf("%s minute %2d by table: %s", b.Name(), k, tableSizes(b, db))
+		}
 		if k == retentionMinutes {
 			b.ReportMetric(float64(runs), "runs-rows")
 			b.ReportMetric(float64(runBytes)/1e6, "runs-MB")
@@ -341,4 +344,27 @@ func columnsOf(b *testing.B, db *bun.DB, table string) []string {
 		b.Fatal(err)
 	}
 	return cols
+}
+
+// tableSizes lists every table's size with its indexes, in MB.
+func tableSizes(b *testing.B, db *bun.DB) string {
+	b.Helper()
+	var names []string
+	var err error
+	if database.IsPostgres(db) {
+		err = db.NewRaw(`SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relkind = 'r' ORDER BY c.relname`).Scan(context.Background(), &names)
+	} else {
+		err = db.NewRaw(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name`).Scan(context.Background(), &names)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	var parts []string
+	for _, n := range names {
+		if size := tableBytes(b, db, n); size >= 1e6 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", n, float64(size)/1e6))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
