@@ -27,9 +27,10 @@ func TestOptimizeRecordsStatistics(t *testing.T) {
 	require.Zero(t, before, "a new database has no statistics")
 
 	require.NoError(t, database.Optimize(ctx, db))
-	var stat string
-	require.NoError(t, db.NewRaw("SELECT stat FROM sqlite_stat1 WHERE tbl = 'workflow_schedules' LIMIT 1").Scan(ctx, &stat))
-	require.Regexp(t, `^300( |$)`, stat, "the schedules table's row count")
+	// Each index's stat starts with the rows it covers; the full ones cover all.
+	var rows int
+	require.NoError(t, db.NewRaw("SELECT max(CAST(stat AS INTEGER)) FROM sqlite_stat1 WHERE tbl = 'workflow_schedules'").Scan(ctx, &rows))
+	require.Equal(t, 300, rows, "the schedules table's row count")
 
 	require.NoError(t, database.Optimize(ctx, dbtest.Postgres(t)))
 }
