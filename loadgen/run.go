@@ -145,6 +145,19 @@ func (r Run) Execute(ctx context.Context) (Report, error) {
 		rep.Instants = append(rep.Instants, ir)
 		say("instant %s: %d of %d visible, p50 %.0f ms, p99 %.0f ms, max %.0f ms", at.Format(time.TimeOnly), ir.Visible, r.Schedules, ir.P50, ir.P99, ir.Max)
 	}
+	// The loops report a pass once it is over, after its commit made the
+	// runs visible: let the last one report before stopping them.
+	if r.Meter != nil {
+		visible := 0
+		for _, in := range rep.Instants {
+			visible += in.Visible
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			if _, counted, _ := r.Meter.Rate(); counted >= visible || !sleepUntil(ctx, time.Now().Add(50*time.Millisecond)) {
+				break
+			}
+		}
+	}
 	stop()
 	stopped = true
 	slices.Sort(all)
