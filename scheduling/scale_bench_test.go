@@ -65,3 +65,39 @@ func BenchmarkLoopPassIdle(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRegistryCounts: the console registry's health chips
+// (Service.Counts: all, failing, overdue, paused, active) with 1k/10k/100k
+// schedules, every one with a health row. The registry computes them on
+// every page view, so their cost is the page's floor.
+//
+//	go test ./scheduling -run '^$' -bench RegistryCounts -count 3
+func BenchmarkRegistryCounts(b *testing.B) {
+	for _, dialect := range dbtest.Dialects {
+		for _, n := range []int{1000, 10000, 100000} {
+			b.Run(fmt.Sprintf("%s/schedules=%d", dialect, n), func(b *testing.B) {
+				db := dbtest.Open(b, dialect)
+				svc := schedtest.Service(db, schedtest.NewClock(t0))
+				seedSchedules(b, db, "reg", n, t0.Add(24*time.Hour))
+				ctx := context.Background()
+				if _, err := db.ExecContext(ctx, "INSERT INTO workflow_schedule_health (schedule_ulid, updated_at) SELECT id, updated_at FROM workflow_schedules"); err != nil {
+					b.Fatal(err)
+				}
+				if err := database.Optimize(ctx, db); err != nil {
+					b.Fatal(err)
+				}
+				if database.IsPostgres(db) {
+					if err := loadgen.Analyze(ctx, db, "workflow_schedules", "workflow_schedule_health"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for b.Loop() {
+					c, err := svc.Counts(ctx, "default")
+					if err != nil || c.All != int64(n) {
+						b.Fatalf("counts %+v, %v", c, err)
+					}
+				}
+			})
+		}
+	}
+}
