@@ -170,7 +170,9 @@ func newBenchTarget(ctx context.Context, rawURL string) (*benchTarget, error) {
 				return nil, fmt.Errorf("create bench file: %w", err)
 			}
 			path = filepath.Join(dir, "bench.db")
-		} else if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			return &benchTarget{name: "SQLite file " + path, url: "sqlite:" + path, drop: func() error { return os.RemoveAll(dir) }}, nil
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 			return nil, usagef("refusing to bench in %s: it exists already; give a path that does not exist (or leave --database out for a temporary file)", path)
 		}
 		return &benchTarget{name: "SQLite file " + path, url: "sqlite:" + path, drop: func() error {
