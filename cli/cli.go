@@ -56,6 +56,7 @@ func commands() map[string]command {
 		"runs":     {"list, describe, cancel or terminate runs", runRuns},
 		"notifier": {"add, list, remove or test notifiers: where failures, late fires and backfills are posted", runNotifier},
 		"token":    {"create an API/console token (prints it once, and the hash to configure)", runToken},
+		"bench":    {"measure fire lag, throughput and storage per fire at scale, on a database of its own", runBench},
 	}
 }
 

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -23,16 +25,14 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet("serve", "tideline serve --addr 127.0.0.1:8080 --database postgres://tideline@db/tideline", e)
 	cfg.bindServer(fs, e)
 	noLoop := fs.Bool("no-loop", envOr(e, "TIDELINE_NO_LOOP", "") == "1", "do not run the scheduling loop (UI/API-only replica) (env TIDELINE_NO_LOOP=1)")
-	loopPeriod := fs.Duration("loop-period", time.Second, "how often the scheduling loop looks for due schedules")
-	fireAhead := fs.Duration("fire-ahead", time.Minute, "PostgreSQL: prepare fires up to this long before their instant and commit them at it, so thousands due at once start on time (0 disables)")
+	var lf loopFlags
+	lf.bind(fs, e)
 	tokensFile := fs.String("tokens-file", envOr(e, "TIDELINE_TOKENS_FILE", ""), "YAML/JSON file of principals and token hashes (env TIDELINE_TOKENS_FILE; or the document itself in TIDELINE_TOKENS)")
 	sessionSecret := fs.String("session-secret", envOr(e, "TIDELINE_SESSION_SECRET", ""), "key that signs console sessions, ≥16 chars; set the same on every replica (env TIDELINE_SESSION_SECRET; default: random per process)")
 	sessionTTL := fs.Duration("session-ttl", 12*time.Hour, "how long a console login lasts")
 	tlsCert := fs.String("tls-cert", envOr(e, "TIDELINE_TLS_CERT", ""), "TLS certificate file (with --tls-key): serve HTTPS")
 	tlsKey := fs.String("tls-key", envOr(e, "TIDELINE_TLS_KEY", ""), "TLS private key file")
 	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
-	retainRuns := fs.String("retain-runs", envOr(e, "TIDELINE_RETAIN_RUNS", "30d"), `delete finished runs (with their history and instances) older than this, e.g. "30d", "720h"; 0 keeps them forever (a schedule's latest run is always kept) (env TIDELINE_RETAIN_RUNS)`)
-	purgeDeleted := fs.String("purge-deleted-after", envOr(e, "TIDELINE_PURGE_DELETED_AFTER", "0"), `delete deleted schedules with their audit stream and runs this long after deletion; 0 never does (env TIDELINE_PURGE_DELETED_AFTER)`)
 	publicURL := fs.String("public-url", envOr(e, "TIDELINE_PUBLIC_URL", ""), "the console's address as notification receivers should link to it, e.g. https://tideline.example.com (env TIDELINE_PUBLIC_URL; default http://ADDR)")
 	lateAfter := fs.Duration("late-after", scheduling.DefaultLateAfter, "report a fire this much later than its occurrence as fire_late")
 	allowPrivate := fs.Bool("allow-private-notifiers", envOr(e, "TIDELINE_ALLOW_PRIVATE_NOTIFIERS", "") == "1", "let notifiers post to loopback, private and link-local addresses (refused by default: a notifier URL must not reach internal services)")
@@ -48,14 +48,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		// under a later plain serve; they get a file of their own.
 		cfg.DatabaseURL = "sqlite:" + demoSQLiteFile
 	}
-	if *loopPeriod < 10*time.Millisecond {
-		return usagef("invalid --loop-period %s: want at least 10ms", *loopPeriod)
-	}
-	if *fireAhead < 0 || *fireAhead > 5*time.Minute {
-		return usagef("invalid --fire-ahead %s: want 0 (off) up to 5m", *fireAhead)
-	}
-	retention, err := parseRetention(*retainRuns, *purgeDeleted)
-	if err != nil {
+	if err := lf.validate(); err != nil {
 		return err
 	}
 	if *lateAfter < time.Second {
@@ -119,10 +112,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
 	httpServer := web.NewHTTPServer(srv)
 
-	// Batches of 500: fewer, larger transactions when many schedules share
-	// an instant (the tick's multi-row writes make that cheap).
-	loop := &scheduling.Loop{Service: a.service, Period: *loopPeriod, Limit: 500, Ahead: *fireAhead, Logger: logger, OnPass: m.ObservePass, OnPrepared: m.ObservePrepared,
-		Retention: retention}
+	loop := lf.loop(a.service, logger)
+	loop.OnPass, loop.OnPrepared = m.ObservePass, m.ObservePrepared
 	if !*noLoop {
 		loop.Start(ctx)
 		defer loop.Stop()
@@ -212,6 +203,40 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "Applied %s\n", name)
 	}
 	return nil
+}
+
+// loopFlags are the scheduling loop's settings; serve and bench share
+// them, so a bench measures the loop serve runs.
+type loopFlags struct {
+	period, ahead            time.Duration
+	retainRuns, purgeDeleted string
+	retention                scheduling.Retention
+}
+
+func (f *loopFlags) bind(fs *flag.FlagSet, e env) {
+	fs.DurationVar(&f.period, "loop-period", time.Second, "how often the scheduling loop looks for due schedules")
+	fs.DurationVar(&f.ahead, "fire-ahead", time.Minute, "PostgreSQL: prepare fires up to this long before their instant and commit them at it, so thousands due at once start on time (0 disables)")
+	fs.StringVar(&f.retainRuns, "retain-runs", envOr(e, "TIDELINE_RETAIN_RUNS", "30d"), `delete finished runs (with their history) older than this, e.g. "30d", "720h"; 0 keeps them forever (a schedule's latest run is always kept) (env TIDELINE_RETAIN_RUNS)`)
+	fs.StringVar(&f.purgeDeleted, "purge-deleted-after", envOr(e, "TIDELINE_PURGE_DELETED_AFTER", "0"), `delete deleted schedules with their audit stream and runs this long after deletion; 0 never does (env TIDELINE_PURGE_DELETED_AFTER)`)
+}
+
+func (f *loopFlags) validate() error {
+	if f.period < 10*time.Millisecond {
+		return usagef("invalid --loop-period %s: want at least 10ms", f.period)
+	}
+	if f.ahead < 0 || f.ahead > 5*time.Minute {
+		return usagef("invalid --fire-ahead %s: want 0 (off) up to 5m", f.ahead)
+	}
+	var err error
+	f.retention, err = parseRetention(f.retainRuns, f.purgeDeleted)
+	return err
+}
+
+// loop builds the scheduling loop over svc (after validate).
+func (f *loopFlags) loop(svc *scheduling.Service, logger *slog.Logger) *scheduling.Loop {
+	// Batches of 500: fewer, larger transactions when many schedules share
+	// an instant (the tick's multi-row writes make that cheap).
+	return &scheduling.Loop{Service: svc, Period: f.period, Limit: 500, Ahead: f.ahead, Logger: logger, Retention: f.retention}
 }
 
 // parseRetention reads --retain-runs and --purge-deleted-after: "0" turns

@@ -14,7 +14,7 @@ import (
 )
 
 // UnsuccessfulRunStatuses are the final statuses that count as failures for
-// schedule health (SPEC §10); cancelled and terminated runs are not.
+// schedule health (CONTRACT §10); cancelled and terminated runs are not.
 var UnsuccessfulRunStatuses = []string{RunFailed, RunTimedOut}
 
 // HealthPending is a row of workflow_schedule_health_pending: a run's end

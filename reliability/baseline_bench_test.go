@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -23,28 +24,12 @@ import (
 var benchT0 = time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
 
 // seedMinutely bulk-inserts n active allow_all schedules on "* * * * *"
-// whose next fire is at next, exactly as scheduling/bench_test.go seeds
-// BenchmarkFireThroughput (bun inserts of 1,000 rows).
+// whose next fire is at next (loadgen.Seed, as `tideline bench` seeds).
 func seedMinutely(b testing.TB, db *bun.DB, prefix string, n int, next time.Time) {
 	b.Helper()
-	ctx := context.Background()
-	const chunk = 1000
-	for start := 0; start < n; start += chunk {
-		batch := make([]models.Schedule, 0, chunk)
-		for i := start; i < min(start+chunk, n); i++ {
-			nt := next
-			batch = append(batch, models.Schedule{
-				ID: fmt.Sprintf("%s%020d", prefix, i), Namespace: "default", ScheduleID: fmt.Sprintf("%s-%06d", prefix, i),
-				Status: models.StatusActive, Spec: models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"},
-				Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll,
-				Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
-				BufferedActions: []models.BufferedAction{}, RecentActions: []models.RecentAction{},
-				NextFireAt: &nt, NextNominalAt: &nt, CreatedAt: benchT0, UpdatedAt: benchT0,
-			})
-		}
-		if _, err := db.NewInsert().Model(&batch).Exec(ctx); err != nil {
-			b.Fatal(err)
-		}
+	spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
+	if err := loadgen.Seed(context.Background(), db, prefix, n, spec, next); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -3,7 +3,6 @@ package reliability
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/models"
 )
@@ -79,12 +78,6 @@ func BenchmarkFireLag(b *testing.B) {
 
 type lagResult struct{ p50, p99, max, stampedP99, bytesPerFire float64 }
 
-// sighting is one observation: count runs of the minute were visible at at.
-type sighting struct {
-	at    time.Time
-	count int
-}
-
 func measureFireLag(b *testing.B, url string, n, minutes int, flags []string) lagResult {
 	b.Helper()
 	b.StopTimer()
@@ -114,7 +107,7 @@ func measureFireLag(b *testing.B, url string, n, minutes int, flags []string) la
 	r := newReplica(b, "lag", url, append([]string{"--log-level", "debug"}, flags...)...)
 	r.start()
 
-	observed := make(chan [][]sighting, 1)
+	observed := make(chan [][]loadgen.Sighting, 1)
 	go func() { observed <- observeRuns(b, db, first, minutes, n) }()
 	b.StartTimer()
 	waitFor(b, time.Until(first)+time.Duration(minutes+2)*time.Minute, time.Second, fmt.Sprintf("%d fires of every schedule", minutes), func() (bool, error) {
@@ -136,7 +129,7 @@ func measureFireLag(b *testing.B, url string, n, minutes int, flags []string) la
 	var lags []float64
 	for m, sightings := range <-observed {
 		occurrence := first.Add(time.Duration(m) * time.Minute)
-		minuteLags := lagsFromSightings(sightings, occurrence, n)
+		minuteLags := loadgen.Lags(sightings, occurrence, n)
 		if len(minuteLags) < n {
 			b.Fatalf("the observer saw %d of %d runs of %s within 30 s", len(minuteLags), n, occurrence.Format("15:04"))
 		}
@@ -185,55 +178,26 @@ func schemaSize(b *testing.B, db *bun.DB) int64 {
 	return size
 }
 
-// observeRuns watches each of the minutes from first: from 2 s before the
-// occurrence until all n runs are visible (or 30 s have passed), it counts
-// every 20 ms the runs whose ULID is at least the occurrence minus a second.
-func observeRuns(b *testing.B, db *bun.DB, first time.Time, minutes, n int) [][]sighting {
+// observeRuns watches each of the minutes from first, from outside the
+// replica (loadgen.Observe): from 2 s before the occurrence until all n runs
+// are visible or 30 s have passed, every 20 ms.
+func observeRuns(b *testing.B, db *bun.DB, first time.Time, minutes, n int) [][]loadgen.Sighting {
 	ctx := context.Background()
-	out := make([][]sighting, minutes)
+	out := make([][]loadgen.Sighting, minutes)
 	for m := range minutes {
 		occurrence := first.Add(time.Duration(m) * time.Minute)
-		lower := ulid.MustNew(ulid.Timestamp(occurrence.Add(-time.Second)), zeroReader{}).String()
-		time.Sleep(time.Until(occurrence.Add(-2 * time.Second)))
-		for stop := occurrence.Add(30 * time.Second); time.Now().Before(stop); time.Sleep(20 * time.Millisecond) {
-			var count int
-			if err := db.NewRaw("SELECT count(*) FROM workflow_runs WHERE id >= ?", lower).Scan(ctx, &count); err != nil {
-				b.Error(err)
-				return out
-			}
-			out[m] = append(out[m], sighting{at: time.Now(), count: count})
-			if count >= n {
-				break
-			}
+		sightings, err := loadgen.Observe(ctx, db, loadgen.Watch{Occurrence: occurrence, Want: n, Until: occurrence.Add(30 * time.Second)})
+		if err != nil {
+			b.Error(err)
+			return out
 		}
+		out[m] = sightings
 	}
 	return out
 }
 
-// lagsFromSightings turns counts over time into one lag per run, in ms: the
-// k-th run is taken to have appeared at the first sighting of k or more.
-func lagsFromSightings(sightings []sighting, occurrence time.Time, n int) []float64 {
-	lags := make([]float64, 0, n)
-	for _, s := range sightings {
-		for len(lags) < min(s.count, n) {
-			lags = append(lags, float64(s.at.Sub(occurrence).Microseconds())/1000)
-		}
-	}
-	return lags
-}
-
 // percentile of sorted values, nearest rank.
-func percentile(sorted []float64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
-}
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
+func percentile(sorted []float64, q float64) float64 { return loadgen.Percentile(sorted, q) }
 
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {

@@ -127,7 +127,7 @@ func fireTablesSize(b *testing.B, db *bun.DB) int64 {
 	var size int64
 	err := db.NewRaw(`SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
 		WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
-		AND c.relname IN ('workflow_runs', 'workflow_instances', 'workflow_history_events', 'workflow_schedule_history_events')`).
+		AND c.relname IN ('workflow_runs', 'workflow_history_events', 'workflow_schedule_history_events')`).
 		Scan(context.Background(), &size)
 	if err != nil {
 		b.Fatal(err)

@@ -25,7 +25,7 @@ const (
 	OutcomeSkipped   = "skipped"
 )
 
-// Skip reasons of SPEC §4.
+// Skip reasons of CONTRACT §4.
 const (
 	SkipOverlap       = "overlap_policy_skip"
 	SkipBufferFull    = "buffer_full"
@@ -132,7 +132,7 @@ func (s *Service) skip(ctx context.Context, rec *recorder, sch *models.ClaimedSc
 	return FireResult{Outcome: OutcomeSkipped, Reason: reason, BufferDepth: sch.BufferDepth}, err
 }
 
-// buffer parks the fire. SPEC §6 has no event type for it: the audit stream
+// buffer parks the fire. CONTRACT §6 has no event type for it: the audit stream
 // records the fire when it is drained (ScheduleTriggered, outcome drained).
 func (s *Service) buffer(rec *recorder, sch *models.ClaimedSchedule, req fireRequest) FireResult {
 	kind := req.kind

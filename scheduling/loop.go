@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/models"
 )
 
@@ -167,8 +168,17 @@ func (l *Loop) Start(ctx context.Context) {
 // schedule comes due within the period.
 func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
 	svc := l.Service
+	var optimized time.Time
 	for {
 		started := svc.clock.Now()
+		// SQLite's planner needs statistics as the tables grow (see
+		// Dialect.Optimize); first thing, then once an hour.
+		if started.Sub(optimized) >= optimizeEvery {
+			optimized = started
+			if err := database.Of(svc.db).Optimize(ctx, svc.db); err != nil && ctx.Err() == nil {
+				logger.Warn("optimize database", "err", err)
+			}
+		}
 		res, err := l.RunOnce(ctx)
 		if ctx.Err() != nil {
 			return // stopping: a pass cut short is not a failure
@@ -275,6 +285,9 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 		}
 	}
 }
+
+// optimizeEvery is how often the loop refreshes SQLite's statistics.
+const optimizeEvery = time.Hour
 
 // Preparing ahead starts with a cautious guess of how fast fires are
 // written, then follows what it measures.

@@ -16,7 +16,7 @@ import (
 // finish, which adds the run here. It also collects the transaction's
 // other notification facts (late fires, pauses, backfills): flush turns
 // them and the unsuccessful run ends into outbox rows in the same
-// transaction (SPEC §11).
+// transaction (CONTRACT §11).
 type outcomes struct {
 	runs    []models.Run
 	notices []notice

@@ -349,7 +349,7 @@ func (s *Service) DescribeRun(ctx context.Context, namespace, runID string) (*Ru
 
 // provenanceEvent is the ScheduleTriggered event that opens the history of
 // a run a schedule started, served from the run row (migration 0009): its
-// keys are SPEC §6's, its sequence 1 and its time the run's creation, as
+// keys are CONTRACT §6's, its sequence 1 and its time the run's creation, as
 // when it was a row of its own. Runs from before keep that row and have no
 // provenance columns, so they get none here.
 func provenanceEvent(run *models.StartedRun) (models.RunEvent, bool) {

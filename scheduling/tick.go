@@ -220,7 +220,7 @@ func (s *Service) duePhase(claim func(ctx context.Context, tx bun.Tx, now time.T
 				return TickRow{}, fmt.Errorf("compile stored spec: %w", err)
 			}
 			nominal := nominalOf(sch)
-			// Missed-fire policy (SPEC §12): the drops are counted first, in
+			// Missed-fire policy (CONTRACT §12): the drops are counted first, in
 			// one event, then the kept occurrences fire in order, each
 			// through the overlap policy.
 			plan := planCatchup(compiled, nominal, rec.now, sch.CatchupWindowSeconds)
