@@ -594,25 +594,35 @@ type ScheduleCounts struct {
 	Stale   int64 `bun:"stale_count"`
 }
 
-// CountSchedules counts a namespace's live schedules by health in one
-// statement over the namespace's rows (the same join as ListSchedules).
-// Times are compared through parameters (SQLite stores them as text).
+// CountSchedules counts a namespace's live schedules by health, in one
+// statement of parts that each take the cheapest path: the statuses from
+// the namespace's schedule rows alone (no join: joining every row to its
+// health was most of the cost, 157 ms a registry page at 100,000
+// schedules), the failing few from the failing-health partial index, the
+// overdue few from the (status, next_fire_at) index. Times are compared
+// through parameters (SQLite stores them as text).
 func CountSchedules(ctx context.Context, db bun.IDB, namespace string, now, staleBefore time.Time) (ScheduleCounts, error) {
 	var c ScheduleCounts
-	err := db.NewSelect().TableExpr("workflow_schedules AS s").
-		Join("LEFT JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id").
-		ColumnExpr("COUNT(*) AS all_count").
-		ColumnExpr("COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS active_count", StatusActive).
-		ColumnExpr("COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS paused_count", StatusPaused).
-		ColumnExpr("COALESCE(SUM(CASE WHEN COALESCE(h.consecutive_failures, 0) > 0 THEN 1 ELSE 0 END), 0) AS failing_count").
-		ColumnExpr("COALESCE(SUM(CASE WHEN s.status = ? AND s.next_fire_at < ? THEN 1 ELSE 0 END), 0) AS overdue_count", StatusActive, now).
-		ColumnExpr("COALESCE(SUM(CASE WHEN s.status = ? AND s.next_fire_at < ? THEN 1 ELSE 0 END), 0) AS stale_count", StatusActive, staleBefore).
-		Where("s.namespace = ?", namespace).
-		Where("s.status IN (?)", bun.In([]string{StatusActive, StatusPaused})).
-		Scan(ctx, &c)
+	err := db.NewRaw(`SELECT
+		COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS active_count,
+		COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS paused_count,
+		(SELECT COUNT(*) FROM workflow_schedule_health AS h JOIN workflow_schedules AS f ON f.id = h.schedule_ulid
+			WHERE h.consecutive_failures > 0 AND f.namespace = ? AND f.status IN (?)) AS failing_count,
+		(SELECT COUNT(*) FROM workflow_schedules AS o
+			WHERE o.status = ? AND o.next_fire_at < ? AND o.namespace = ?) AS overdue_count,
+		(SELECT COUNT(*) FROM workflow_schedules AS o
+			WHERE o.status = ? AND o.next_fire_at < ? AND o.namespace = ?) AS stale_count
+		FROM workflow_schedules AS s
+		WHERE s.namespace = ? AND s.status IN (?)`,
+		StatusActive, StatusPaused,
+		namespace, bun.In([]string{StatusActive, StatusPaused}),
+		StatusActive, now, namespace,
+		StatusActive, staleBefore, namespace,
+		namespace, bun.In([]string{StatusActive, StatusPaused})).Scan(ctx, &c)
 	if err != nil {
 		return c, fmt.Errorf("count schedules: %w", err)
 	}
+	c.All = c.Active + c.Paused
 	return c, nil
 }
 
