@@ -80,6 +80,56 @@ func TestDialectConformance(t *testing.T) {
 			require.NoError(t, db.NewRaw("SELECT CAST("+expr+" AS text)").Scan(ctx, &got))
 			require.JSONEq(t, `{"a": 1, "b": "x", "c": 2}`, got)
 		})
+		t.Run("JoinEachRow", func(t *testing.T) {
+			// Each queue row finds its item through on; with a lock that
+			// skips, an item another transaction holds drops out before
+			// the LIMIT counts it.
+			for _, stmt := range []string{
+				"CREATE TABLE queue (k integer PRIMARY KEY, ref text NOT NULL)",
+				"CREATE TABLE item (id text PRIMARY KEY, live integer NOT NULL)",
+				"INSERT INTO queue (k, ref) VALUES (1, 'p1'), (2, 'p2'), (3, 'p3'), (4, 'p4')",
+				"INSERT INTO item (id, live) VALUES ('p1', 1), ('p2', 0), ('p3', 1), ('p4', 1)",
+			} {
+				_, err := db.ExecContext(ctx, stmt)
+				require.NoError(t, err)
+			}
+			claim := func(ctx context.Context, tx bun.IDB, limit int64) []string {
+				var ids []string
+				q := tx.NewSelect().TableExpr("queue AS q").ColumnExpr("i.id").
+					Join(d.JoinEachRow("item", "i", "i.id = q.ref AND i.live = 1")).
+					OrderExpr("q.k ASC").Limit(limit)
+				require.NoError(t, database.Lock(q, "UPDATE OF i SKIP LOCKED").Scan(ctx, &ids))
+				return ids
+			}
+			require.Equal(t, []string{"p1", "p3", "p4"}, claim(ctx, db, 10), "on filters each row")
+			require.Equal(t, []string{"p1", "p3"}, claim(ctx, db, 2), "in the queue's order")
+			if d.SingleWriter() {
+				return // no second transaction can hold a row
+			}
+			held, err := db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer func() { _ = held.Rollback() }()
+			_, err = held.ExecContext(ctx, "SELECT id FROM item WHERE id = 'p1' FOR UPDATE")
+			require.NoError(t, err)
+			require.Equal(t, []string{"p3", "p4"}, claim(ctx, db, 2), "a held row is skipped, not counted")
+		})
+		t.Run("Vacuum", func(t *testing.T) {
+			_, err := db.ExecContext(ctx, "CREATE TABLE churn (id integer PRIMARY KEY, n integer)")
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, "INSERT INTO churn (id, n) SELECT i, 0 FROM (SELECT 1 AS i UNION ALL SELECT 2 UNION ALL SELECT 3) AS v")
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, "UPDATE churn SET n = n + 1")
+			require.NoError(t, err)
+			require.NoError(t, d.Vacuum(ctx, db, "churn"))
+			if d.Name() != database.PostgreSQL {
+				return
+			}
+			// VACUUM records what it found in the catalog: a table never
+			// vacuumed has reltuples -1.
+			var tuples float64
+			require.NoError(t, db.NewRaw("SELECT reltuples FROM pg_class WHERE oid = 'churn'::regclass").Scan(ctx, &tuples))
+			require.Equal(t, 3.0, tuples)
+		})
 		t.Run("capabilities", func(t *testing.T) {
 			// One writer and fires ahead exclude each other: a transaction
 			// held open until an instant would stop every other writer.

@@ -46,7 +46,7 @@ func TestBothDialectsHaveTheSameTablesAndColumns(t *testing.T) {
 	require.Equal(t, map[string]bool{
 		"workflow_schedules": true, "workflow_schedule_history_events": true,
 		"workflow_runs": true, "workflow_history_events": true, "workflow_schedule_health": true,
-		"workflow_schedule_health_pending": true,
+		"workflow_schedule_health_pending": true, "workflow_schedule_due": true,
 	}, tables)
 	require.Contains(t, pg, "workflow_schedules.next_nominal_at")
 }

@@ -113,17 +113,40 @@ func (c *ClaimedSchedule) latestRunActive() bool {
 	return c.LatestRunStatus != nil && slices.Contains(ActiveRunStatuses, *c.LatestRunStatus)
 }
 
+// fromDue makes the due queue (workflow_schedule_due, migration 0012) the
+// start of a schedule query: the queue holds the claim order of every
+// schedule that can fire, and each of its rows looks its schedule up by
+// primary key (JoinEachRow). The schedule's own status and next_fire_at
+// are tested too: on PostgreSQL a locking read re-checks them on the row it
+// locked, which a concurrent fire may have moved on. Every other condition
+// on the schedule goes in also (with its args), inside the lookup: one
+// tested after it would leave a row locked that the query does not return.
+func fromDue(q *bun.SelectQuery, also string, args ...any) *bun.SelectQuery {
+	on := "s.id = d.schedule_ulid AND s.next_fire_at = d.next_fire_at AND s.status = '" + StatusActive + "'"
+	if also != "" {
+		on += " AND " + also
+	}
+	return q.ModelTableExpr("workflow_schedule_due AS d").ColumnExpr("s.*").
+		Join(database.Of(q.DB()).JoinEachRow("workflow_schedules", "s", on), args...)
+}
+
+// VacuumDueQueue reclaims the due queue's dead row versions (one per fire:
+// its key is the next fire time, so no update of it can stay on its page
+// the way the schedule row's does). Not inside a transaction.
+func VacuumDueQueue(ctx context.Context, db bun.IDB) error {
+	return database.Of(db).Vacuum(ctx, db, "workflow_schedule_due")
+}
+
 // ClaimDue locks up to limit active schedules whose next fire is due, oldest
 // first. On PostgreSQL rows locked by another replica are skipped, so every
-// replica claims a disjoint set; the (status, next_fire_at) index serves it.
+// replica claims a disjoint set; the due queue's key serves it.
 func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
-	q := tx.NewSelect().Model(&out).
-		Where("s.status = ?", StatusActive).
-		Where("s.next_fire_at <= ?", now).
-		OrderExpr("s.next_fire_at ASC, s.id ASC").
+	q := fromDue(tx.NewSelect().Model(&out), "").
+		Where("d.next_fire_at <= ?", now).
+		OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").
 		Limit(int64(limit))
-	q = database.Lock(q, "UPDATE SKIP LOCKED")
+	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim due schedules: %w", err)
 	}
@@ -144,15 +167,13 @@ func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limi
 	// on them scanned every run for each schedule (a claim ran for minutes).
 	// Under the OR the subquery stays a per-row primary-key probe, made only
 	// for schedules whose policy does not start anyway.
-	err := tx.NewSelect().Model(&out).
-		ColumnExpr("s.*").
-		Where("s.status = ? AND s.next_fire_at = ? AND s.id > ?", StatusActive, at, afterID).
-		Where("s.buffer_depth = 0").
-		Where("(s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
-			bun.In(startAnyway), bun.In(ActiveRunStatuses)).
-		OrderExpr("s.next_fire_at ASC, s.id ASC").
+	err := fromDue(tx.NewSelect().Model(&out),
+		"s.buffer_depth = 0 AND (s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
+		bun.In(startAnyway), bun.In(ActiveRunStatuses)).
+		Where("d.next_fire_at = ? AND d.schedule_ulid > ?", at, afterID).
+		OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").
 		Limit(int64(limit)).
-		For("UPDATE SKIP LOCKED").
+		For("UPDATE OF s SKIP LOCKED").
 		Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
@@ -169,13 +190,13 @@ func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limi
 }
 
 // NextFireInstant is the earliest instant in (after, until] at which an
-// active schedule is due; ok is false when there is none. The claim-order
-// index answers it by reading one entry.
+// active schedule is due; ok is false when there is none. The due queue's
+// key answers it by reading one entry.
 func NextFireInstant(ctx context.Context, db bun.IDB, after, until time.Time) (at time.Time, ok bool, err error) {
 	var next []time.Time
-	err = db.NewSelect().Model((*Schedule)(nil)).ColumnExpr("s.next_fire_at").
-		Where("s.status = ? AND s.next_fire_at > ? AND s.next_fire_at <= ?", StatusActive, after, until).
-		OrderExpr("s.next_fire_at ASC").Limit(1).
+	err = db.NewSelect().TableExpr("workflow_schedule_due AS d").ColumnExpr("d.next_fire_at").
+		Where("d.next_fire_at > ? AND d.next_fire_at <= ?", after, until).
+		OrderExpr("d.next_fire_at ASC").Limit(1).
 		Scan(ctx, &next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next fire instant: %w", err)
@@ -188,9 +209,7 @@ func NextFireInstant(ctx context.Context, db bun.IDB, after, until time.Time) (a
 
 // CountDueAt counts the active schedules due exactly at the instant at.
 func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
-	n, err := db.NewSelect().Model((*Schedule)(nil)).
-		Where("s.status = ? AND s.next_fire_at = ?", StatusActive, at).
-		Count(ctx)
+	n, err := db.NewSelect().TableExpr("workflow_schedule_due AS d").Where("d.next_fire_at = ?", at).Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
 	}
@@ -312,7 +331,7 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 		q = q.Join("LEFT JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id")
 	}
 	if f.DueBefore != nil {
-		q = q.Where("s.status = ? AND s.next_fire_at < ?", StatusActive, *f.DueBefore)
+		q = q.Where("s.status = ? AND s.id IN (SELECT d.schedule_ulid FROM workflow_schedule_due AS d WHERE d.next_fire_at < ?)", StatusActive, *f.DueBefore)
 	}
 	if f.ByHealth {
 		const failures = "COALESCE(h.consecutive_failures, 0)"
@@ -608,16 +627,16 @@ func CountSchedules(ctx context.Context, db bun.IDB, namespace string, now, stal
 		COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS paused_count,
 		(SELECT COUNT(*) FROM workflow_schedule_health AS h JOIN workflow_schedules AS f ON f.id = h.schedule_ulid
 			WHERE h.consecutive_failures > 0 AND f.namespace = ? AND f.status IN (?)) AS failing_count,
-		(SELECT COUNT(*) FROM workflow_schedules AS o
-			WHERE o.status = ? AND o.next_fire_at < ? AND o.namespace = ?) AS overdue_count,
-		(SELECT COUNT(*) FROM workflow_schedules AS o
-			WHERE o.status = ? AND o.next_fire_at < ? AND o.namespace = ?) AS stale_count
+		(SELECT COUNT(*) FROM workflow_schedule_due AS d JOIN workflow_schedules AS o ON o.id = d.schedule_ulid
+			WHERE d.next_fire_at < ? AND o.namespace = ?) AS overdue_count,
+		(SELECT COUNT(*) FROM workflow_schedule_due AS d JOIN workflow_schedules AS o ON o.id = d.schedule_ulid
+			WHERE d.next_fire_at < ? AND o.namespace = ?) AS stale_count
 		FROM workflow_schedules AS s
 		WHERE s.namespace = ? AND s.status IN (?)`,
 		StatusActive, StatusPaused,
 		namespace, bun.In([]string{StatusActive, StatusPaused}),
-		StatusActive, now, namespace,
-		StatusActive, staleBefore, namespace,
+		now, namespace,
+		staleBefore, namespace,
 		namespace, bun.In([]string{StatusActive, StatusPaused})).Scan(ctx, &c)
 	if err != nil {
 		return c, fmt.Errorf("count schedules: %w", err)

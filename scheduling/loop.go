@@ -168,7 +168,7 @@ func (l *Loop) Start(ctx context.Context) {
 // schedule comes due within the period.
 func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
 	svc := l.Service
-	var optimized time.Time
+	var optimized, vacuumed time.Time
 	for {
 		started := svc.clock.Now()
 		// SQLite's planner needs statistics as the tables grow (see
@@ -182,6 +182,12 @@ func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog
 		res, err := l.RunOnce(ctx)
 		if ctx.Err() != nil {
 			return // stopping: a pass cut short is not a failure
+		}
+		if started.Sub(vacuumed) >= vacuumEvery {
+			vacuumed = started
+			if err := models.VacuumDueQueue(ctx, svc.db); err != nil && ctx.Err() == nil {
+				logger.Warn("vacuum the due queue", "err", err)
+			}
 		}
 		if err != nil {
 			logger.Error("scheduling pass failed", "err", err)
@@ -288,6 +294,11 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 
 // optimizeEvery is how often the loop refreshes SQLite's statistics.
 const optimizeEvery = time.Hour
+
+// vacuumEvery is how often the loop vacuums the due queue, which takes a
+// new row version per fire (models.VacuumDueQueue): at 10,000 fires a
+// minute, a minute's worth is ~1 MB the next minute's fires reuse.
+const vacuumEvery = time.Minute
 
 // Preparing ahead starts with a cautious guess of how fast fires are
 // written, then follows what it measures.

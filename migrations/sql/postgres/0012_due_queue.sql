@@ -1,0 +1,67 @@
+-- The due queue (issue 22, "table bytes per fire").
+--
+-- Every fire moves its schedule's next_fire_at, and with next_fire_at in
+-- an index of workflow_schedules each fire's new row version was a
+-- non-HOT update: a full copy of the ~1 KB row plus an entry in each of
+-- the table's indexes, kept until vacuum — more than the fire's run and
+-- audit event together. The index now lives on a narrow table of its own,
+-- one row per schedule that can fire (active, with a next fire), kept by
+-- the triggers below from whatever writes workflow_schedules. A fire then
+-- changes no indexed column of the schedule row, so PostgreSQL writes the
+-- new version on the same page (a HOT update: no index entries, and the
+-- old version is pruned in-page without waiting for vacuum); the fill
+-- factor leaves each page the room for it. What a fire still leaves
+-- behind in this table is one narrow row version (~120 bytes).
+--
+-- The queue's key is its only index: (next_fire_at, schedule_ulid) is the
+-- claim order, and the triggers find a schedule's row by its old values.
+CREATE TABLE workflow_schedule_due (
+    next_fire_at  timestamptz NOT NULL,
+    schedule_ulid text NOT NULL,
+    PRIMARY KEY (next_fire_at, schedule_ulid)
+);
+
+INSERT INTO workflow_schedule_due (next_fire_at, schedule_ulid)
+    SELECT next_fire_at, id FROM workflow_schedules WHERE status = 'active' AND next_fire_at IS NOT NULL;
+
+-- Statement-level triggers with transition tables: a tick's UPDATE of
+-- 500 schedules moves their queue rows with three set statements rather
+-- than 500 trigger calls (row triggers cost a quarter of the fire path).
+CREATE FUNCTION workflow_schedule_due_sync() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO workflow_schedule_due (next_fire_at, schedule_ulid)
+            SELECT n.next_fire_at, n.id FROM new_rows AS n WHERE n.status = 'active' AND n.next_fire_at IS NOT NULL;
+    ELSIF TG_OP = 'DELETE' THEN
+        DELETE FROM workflow_schedule_due AS d USING old_rows AS o
+            WHERE d.next_fire_at = o.next_fire_at AND d.schedule_ulid = o.id;
+    ELSE
+        -- A schedule that stays due moves in place; others leave or join.
+        UPDATE workflow_schedule_due AS d SET next_fire_at = n.next_fire_at
+            FROM old_rows AS o JOIN new_rows AS n ON n.id = o.id
+            WHERE d.next_fire_at = o.next_fire_at AND d.schedule_ulid = o.id
+                AND n.status = 'active' AND n.next_fire_at IS NOT NULL AND n.next_fire_at <> o.next_fire_at;
+        DELETE FROM workflow_schedule_due AS d USING old_rows AS o JOIN new_rows AS n ON n.id = o.id
+            WHERE d.next_fire_at = o.next_fire_at AND d.schedule_ulid = o.id
+                AND NOT (n.status = 'active' AND n.next_fire_at IS NOT NULL);
+        INSERT INTO workflow_schedule_due (next_fire_at, schedule_ulid)
+            SELECT n.next_fire_at, n.id FROM old_rows AS o JOIN new_rows AS n ON n.id = o.id
+            WHERE n.status = 'active' AND n.next_fire_at IS NOT NULL
+                AND NOT (o.status = 'active' AND o.next_fire_at IS NOT NULL);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER workflow_schedules_due_insert AFTER INSERT ON workflow_schedules
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION workflow_schedule_due_sync();
+CREATE TRIGGER workflow_schedules_due_update AFTER UPDATE ON workflow_schedules
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION workflow_schedule_due_sync();
+CREATE TRIGGER workflow_schedules_due_delete AFTER DELETE ON workflow_schedules
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION workflow_schedule_due_sync();
+
+DROP INDEX workflow_schedules_status_next_fire_at_id_idx;
+-- Room on each page for a schedule's next version (rows are ~1 KB). It
+-- applies to pages written from now on; existing ones gain it as their
+-- rows move.
+ALTER TABLE workflow_schedules SET (fillfactor = 50);

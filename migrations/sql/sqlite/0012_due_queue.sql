@@ -1,0 +1,34 @@
+-- The due queue (issue 22; the PostgreSQL migration says why): the claim
+-- order (next_fire_at, schedule_ulid) of the schedules that can fire, kept
+-- by triggers from whatever writes workflow_schedules. SQLite rewrites a
+-- row in place and gains nothing in bytes; the table is here so that both
+-- databases answer "what is due" with the same queries.
+CREATE TABLE workflow_schedule_due (
+    next_fire_at  text NOT NULL,
+    schedule_ulid text NOT NULL,
+    PRIMARY KEY (next_fire_at, schedule_ulid)
+) WITHOUT ROWID;
+
+INSERT INTO workflow_schedule_due (next_fire_at, schedule_ulid)
+    SELECT next_fire_at, id FROM workflow_schedules WHERE status = 'active' AND next_fire_at IS NOT NULL;
+
+CREATE TRIGGER workflow_schedules_due_insert AFTER INSERT ON workflow_schedules
+    WHEN NEW.status = 'active' AND NEW.next_fire_at IS NOT NULL
+BEGIN
+    INSERT INTO workflow_schedule_due (next_fire_at, schedule_ulid) VALUES (NEW.next_fire_at, NEW.id);
+END;
+
+CREATE TRIGGER workflow_schedules_due_update AFTER UPDATE OF status, next_fire_at ON workflow_schedules
+    WHEN OLD.status IS NOT NEW.status OR OLD.next_fire_at IS NOT NEW.next_fire_at
+BEGIN
+    DELETE FROM workflow_schedule_due WHERE next_fire_at = OLD.next_fire_at AND schedule_ulid = OLD.id;
+    INSERT INTO workflow_schedule_due (next_fire_at, schedule_ulid)
+        SELECT NEW.next_fire_at, NEW.id WHERE NEW.status = 'active' AND NEW.next_fire_at IS NOT NULL;
+END;
+
+CREATE TRIGGER workflow_schedules_due_delete AFTER DELETE ON workflow_schedules
+BEGIN
+    DELETE FROM workflow_schedule_due WHERE next_fire_at = OLD.next_fire_at AND schedule_ulid = OLD.id;
+END;
+
+DROP INDEX workflow_schedules_status_next_fire_at_id_idx;
