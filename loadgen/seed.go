@@ -38,7 +38,7 @@ func Seed(ctx context.Context, db bun.IDB, prefix string, n int, spec models.Spe
 				Status: models.StatusActive, Spec: spec,
 				Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll,
 				Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
-				BufferedActions: []models.BufferedAction{}, RecentActions: []models.RecentAction{},
+				BufferedActions: []models.BufferedAction{},
 				NextFireAt: &nt, NextNominalAt: &nt, CreatedAt: created, UpdatedAt: created,
 			})
 		}

@@ -72,12 +72,21 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 			t0 := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
 			clock := schedtest.NewClock(t0)
 			svc := schedtest.Service(db, clock)
-			sch, err := svc.Create(ctx, scheduling.CreateInput{
-				Namespace: "default", ScheduleID: "hourly",
-				Spec:          models.Spec{CronExpressions: []string{"0 * * * *"}, Timezone: "UTC"},
-				Action:        models.Action{WorkflowType: "invoice-sync"},
-				OverlapPolicy: scheduling.OverlapAllowAll,
-			}, nil)
+			// The schedule as 0008 stored it: no actions_count (0012), and
+			// its recent actions a JSON list in the row.
+			first := t0.Add(time.Hour)
+			sch := &models.Schedule{ID: "01J2Z0SCHED000000000000001", Namespace: "default", ScheduleID: "hourly", Status: models.StatusActive,
+				Spec:   models.Spec{CronExpressions: []string{"0 * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"},
+				Action: models.Action{WorkflowType: "invoice-sync"}, OverlapPolicy: scheduling.OverlapAllowAll,
+				Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
+				BufferedActions: []models.BufferedAction{}, NextFireAt: &first, NextNominalAt: &first, LastSequence: 1,
+				CreatedAt: t0, UpdatedAt: t0}
+			_, err = db.NewInsert().Model(sch).ExcludeColumn("actions_count").Exec(ctx)
+			require.NoError(t, err)
+			_, err = db.NewInsert().Model(&models.ScheduleEvent{ID: "01J2Z0AU000000000000000001", WorkflowScheduleID: sch.ID, Sequence: 1,
+				EventType: "ScheduleCreated", RecordedAt: t0, Payload: json.RawMessage(`{"spec":{"cron_expressions":["0 * * * *"],"intervals":[],"timezone":"UTC"},`+
+					`"action":{"workflow_type":"invoice-sync","execution_timeout_seconds":null,"run_timeout_seconds":null,"retry_policy":null},`+
+					`"overlap_policy":"allow_all","next_fire_at":"2026-07-16T13:00:00.000000Z"}`)}).Exec(ctx)
 			require.NoError(t, err)
 
 			// The 13:00 fire, as 0008's code wrote it, and its run's end.
@@ -113,7 +122,10 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 				EventType: "ScheduleTriggered", Payload: json.RawMessage(audit), WorkflowInstanceID: &instanceID, WorkflowRunID: &runID, RecordedAt: fired}).Exec(ctx)
 			require.NoError(t, err)
 			next := at.Add(time.Hour)
+			recent := fmt.Sprintf(`[{"instance_id":%q,"run_id":%q,"outcome":"scheduled","fired_at":"2026-07-16T13:00:00.15Z",`+
+				`"occurrence_time":"2026-07-16T13:00:00Z","fire_lag_ms":150}]`, instanceID, runID)
 			_, err = db.NewUpdate().Model((*models.Schedule)(nil)).Set("fires_count = 1, last_sequence = 2").
+				Set("recent_actions = ?", recent).
 				Set("latest_instance_id = ?, latest_run_id = ?, last_fired_at = ?", instanceID, runID, fired).
 				Set("next_fire_at = ?, next_nominal_at = ?", next, next).Where("id = ?", sch.ID).Exec(ctx)
 			require.NoError(t, err)
@@ -174,6 +186,15 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 			require.JSONEq(t, fmt.Sprintf(`{"workflow_instance_id":"schedule:hourly:%d","workflow_run_id":%q,"outcome":"scheduled",`+
 				`"effective_overlap_policy":"allow_all","trigger_number":2,"occurrence_time":"2026-07-16T14:00:00.000000Z",`+
 				`"command_context":{"source":"scheduler"}}`, next.Unix(), rows[0].RunID), string(page.Events[0].Payload))
+			// The stored recent action moved into the ring, and the new
+			// fire went in after it.
+			got, err := svc.Get(ctx, "default", "hourly")
+			require.NoError(t, err)
+			require.Len(t, got.RecentActions, 2)
+			require.Equal(t, models.RecentAction{InstanceID: fmt.Sprintf("schedule:hourly:%d", next.Unix()), RunID: rows[0].RunID,
+				Outcome: "scheduled", FiredAt: next, OccurrenceTime: next}, utcAction(got.RecentActions[0]))
+			require.Equal(t, models.RecentAction{InstanceID: instanceID, RunID: runID, Outcome: "scheduled", FiredAt: fired,
+				OccurrenceTime: at, FireLagMs: 150}, utcAction(got.RecentActions[1]))
 			runs, err := svc.ListRuns(ctx, scheduling.RunListFilter{Namespace: "default", ScheduleID: "hourly"})
 			require.NoError(t, err)
 			require.Equal(t, []string{rows[0].RunID, runID}, runIDs(runs.Runs))
@@ -190,6 +211,12 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 			require.Equal(t, scheduling.SkipAlreadyStart, rows[0].Reason)
 		})
 	}
+}
+
+// utcAction is the action with its times in UTC, which compares the same on both databases.
+func utcAction(a models.RecentAction) models.RecentAction {
+	a.FiredAt, a.OccurrenceTime = a.FiredAt.UTC(), a.OccurrenceTime.UTC()
+	return a
 }
 
 func runEventTypes(events []models.RunEvent) []string {

@@ -98,7 +98,8 @@ func PurgeableSchedules(ctx context.Context, db bun.IDB, before time.Time, limit
 
 // PurgeSchedulePart deletes up to limit rows of one deleted schedule's data,
 // children first: run events, runs, audit events, then — once
-// nothing else is left — its health row and the schedule itself. done
+// nothing else is left — its health rows, its recent actions and the
+// schedule itself. done
 // reports that the schedule is gone; call it again until then.
 func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, limit int) (d DeletedRows, done bool, err error) {
 	var ids []ExpiredRun
@@ -122,6 +123,9 @@ func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, lim
 	}
 	if _, err := db.NewDelete().Model((*ScheduleHealth)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
 		return d, false, fmt.Errorf("purge health: %w", err)
+	}
+	if _, err := db.NewDelete().Model((*RecentActionRow)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
+		return d, false, fmt.Errorf("purge recent actions: %w", err)
 	}
 	if d.Schedules, err = affected(db.NewDelete().Model((*Schedule)(nil)).Where("id = ?", scheduleULID).Exec(ctx)); err != nil {
 		return d, false, fmt.Errorf("purge schedule: %w", err)

@@ -66,15 +66,32 @@ type BufferedAction struct {
 	BufferedAt     time.Time `json:"buffered_at"`
 }
 
-// RecentAction is one row of the schedule's last-10 action log.
+// RecentAction is one of a schedule's last ten actions: a fire that
+// started a run, was skipped or was buffered.
 type RecentAction struct {
-	InstanceID     string    `json:"instance_id,omitempty"`
-	RunID          string    `json:"run_id,omitempty"`
-	Outcome        string    `json:"outcome"`
-	FiredAt        time.Time `json:"fired_at"`
-	OccurrenceTime time.Time `json:"occurrence_time"`
-	FireLagMs      int64     `json:"fire_lag_ms"`
-	Reason         string    `json:"reason,omitempty"`
+	InstanceID     string    `bun:"instance_id,nullzero"`
+	RunID          string    `bun:"run_id,nullzero"`
+	Outcome        string    `bun:"outcome,notnull"`
+	FiredAt        time.Time `bun:"fired_at,notnull"`
+	OccurrenceTime time.Time `bun:"occurrence_time,notnull"`
+	FireLagMs      int64     `bun:"fire_lag_ms,notnull"`
+	Reason         string    `bun:"reason,nullzero"`
+}
+
+// RecentActionsKept is how many actions a schedule's ring holds.
+const RecentActionsKept = 10
+
+// RecentActionRow is a row of workflow_schedule_recent_actions: one slot
+// of a schedule's ring of its last ten actions (migration 0012). Action N
+// of a schedule (numbered from 0 by Schedule.ActionsCount) goes to slot
+// N % RecentActionsKept, over the action ten before it.
+type RecentActionRow struct {
+	bun.BaseModel `bun:"table:workflow_schedule_recent_actions,alias:ra"`
+
+	ScheduleULID string `bun:"schedule_ulid,pk"`
+	Slot         int    `bun:"slot,pk"`
+	N            int64  `bun:"n,notnull"`
+	RecentAction
 }
 
 // Schedule is a row of workflow_schedules.
@@ -118,8 +135,10 @@ type Schedule struct {
 	BufferedActions      []BufferedAction `bun:"buffered_actions,type:jsonb,notnull"`
 	// BufferDepth mirrors len(BufferedActions) so that the drain phase can use
 	// a partial index instead of inspecting JSON.
-	BufferDepth   int            `bun:"buffer_depth,notnull"`
-	RecentActions []RecentAction `bun:"recent_actions,type:jsonb,notnull"`
+	BufferDepth int `bun:"buffer_depth,notnull"`
+	// ActionsCount numbers the schedule's recent actions: the next one is
+	// action ActionsCount of its ring (RecentActionRow).
+	ActionsCount int64 `bun:"actions_count,notnull"`
 	// LastSequence is the audit stream's high-water mark. Appending an event
 	// increments it under the schedule's row lock, which is what makes the
 	// per-schedule sequence gap-free under concurrent writers.
@@ -135,6 +154,9 @@ type Schedule struct {
 	// Health is not a column: the service reads it with the schedule
 	// (describe, list) from workflow_schedule_health.
 	Health ScheduleHealth `bun:"-"`
+	// RecentActions, newest first, are not a column either: the service
+	// reads them with the schedule from its ring (RecentActionRow).
+	RecentActions []RecentAction `bun:"-"`
 }
 
 // ScheduleHealth is a row of workflow_schedule_health: how the schedule's

@@ -506,7 +506,7 @@ func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent
 var FireColumns = []string{
 	"status", "remaining_actions", "fires_count", "start_failures_count", "skipped_trigger_count",
 	"last_skip_reason", "last_skipped_at", "next_fire_at", "next_nominal_at", "last_fired_at",
-	"latest_instance_id", "latest_run_id", "buffered_actions", "buffer_depth", "recent_actions",
+	"latest_instance_id", "latest_run_id", "buffered_actions", "buffer_depth", "actions_count",
 	"last_sequence", "deleted_at", "updated_at",
 }
 
@@ -526,10 +526,10 @@ func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 	}
 	n := len(list)
 	var (
-		id, status, buffered, recent                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		id, status, buffered                                   = make([]string, n), make([]string, n), make([]string, n)
 		skipReason, latestInstance, latestRun                  = make([]*string, n), make([]*string, n), make([]*string, n)
 		remaining                                              = make([]*int64, n)
-		fires, startFailures, skipped, depth, sequence         = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		fires, startFailures, skipped, depth, sequence, count  = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		skippedAt, nextFire, nextNominal, lastFired, deletedAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
 		updatedAt                                              = make([]time.Time, n)
 	)
@@ -538,11 +538,7 @@ func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 		if err != nil {
 			return fmt.Errorf("update schedules: encode buffered actions: %w", err)
 		}
-		r, err := json.Marshal(nonNil(s.RecentActions))
-		if err != nil {
-			return fmt.Errorf("update schedules: encode recent actions: %w", err)
-		}
-		id[i], status[i], buffered[i], recent[i] = s.ID, s.Status, string(b), string(r)
+		id[i], status[i], buffered[i], count[i] = s.ID, s.Status, string(b), s.ActionsCount
 		skipReason[i], latestInstance[i], latestRun[i], remaining[i] = s.LastSkipReason, s.LatestInstanceID, s.LatestRunID, s.RemainingActions
 		fires[i], startFailures[i], skipped[i], depth[i], sequence[i] = s.FiresCount, s.StartFailuresCount, s.SkippedTriggerCount, int64(s.BufferDepth), s.LastSequence
 		skippedAt[i], nextFire[i], nextNominal[i], lastFired[i], deletedAt[i] = s.LastSkippedAt, s.NextFireAt, s.NextNominalAt, s.LastFiredAt, s.DeletedAt
@@ -553,18 +549,18 @@ func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 			last_skip_reason = v.last_skip_reason, last_skipped_at = v.last_skipped_at, next_fire_at = v.next_fire_at,
 			next_nominal_at = v.next_nominal_at, last_fired_at = v.last_fired_at, latest_instance_id = v.latest_instance_id,
 			latest_run_id = v.latest_run_id, buffered_actions = v.buffered_actions, buffer_depth = v.buffer_depth,
-			recent_actions = v.recent_actions, last_sequence = v.last_sequence, deleted_at = v.deleted_at, updated_at = v.updated_at
+			actions_count = v.actions_count, last_sequence = v.last_sequence, deleted_at = v.deleted_at, updated_at = v.updated_at
 		FROM unnest(?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[],
-			?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::jsonb[], ?::int[], ?::jsonb[],
+			?::timestamptz[], ?::timestamptz[], ?::timestamptz[], ?::text[], ?::text[], ?::jsonb[], ?::int[], ?::bigint[],
 			?::bigint[], ?::timestamptz[], ?::timestamptz[])
 			AS v (id, status, remaining_actions, fires_count, start_failures_count, skipped_trigger_count, last_skip_reason,
 			last_skipped_at, next_fire_at, next_nominal_at, last_fired_at, latest_instance_id, latest_run_id, buffered_actions,
-			buffer_depth, recent_actions, last_sequence, deleted_at, updated_at)
+			buffer_depth, actions_count, last_sequence, deleted_at, updated_at)
 		WHERE s.id = v.id`,
 		pgdialect.Array(id), pgdialect.Array(status), pgdialect.Array(remaining), pgdialect.Array(fires),
 		pgdialect.Array(startFailures), pgdialect.Array(skipped), pgdialect.Array(skipReason), pgdialect.Array(skippedAt),
 		pgdialect.Array(nextFire), pgdialect.Array(nextNominal), pgdialect.Array(lastFired), pgdialect.Array(latestInstance),
-		pgdialect.Array(latestRun), pgdialect.Array(buffered), pgdialect.Array(depth), pgdialect.Array(recent),
+		pgdialect.Array(latestRun), pgdialect.Array(buffered), pgdialect.Array(depth), pgdialect.Array(count),
 		pgdialect.Array(sequence), pgdialect.Array(deletedAt), pgdialect.Array(updatedAt)).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("update schedules: %w", err)

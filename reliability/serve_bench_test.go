@@ -107,24 +107,28 @@ func seedIdleSchedules(b testing.TB, db *bun.DB, n int) {
 	ctx := context.Background()
 	_, err := db.ExecContext(ctx, `INSERT INTO workflow_schedules
 		(id, namespace, schedule_id, status, spec, action, overlap_policy, labels, note, fires_count, last_fired_at,
-		 latest_instance_id, recent_actions, next_fire_at, next_nominal_at, created_at, updated_at)
+		 latest_instance_id, actions_count, next_fire_at, next_nominal_at, created_at, updated_at)
 		SELECT 'IDLE' || lpad(g::text, 22, '0'), 'default', 'load-' || lpad(g::text, 6, '0'), 'active',
 			'{"cron_expressions":["0 3 * * *"],"intervals":[],"timezone":"UTC"}',
 			'{"workflow_type":"nightly-report","execution_timeout_seconds":null,"run_timeout_seconds":null}',
 			'skip', jsonb_build_object('team', 'team-' || (g % 10)), 'seeded for the load benchmark', 1,
 			date_trunc('day', now()) - interval '21 hours',
 			'schedule:load-' || lpad(g::text, 6, '0') || ':' || extract(epoch FROM date_trunc('day', now()) - interval '21 hours')::bigint,
-			jsonb_build_array(jsonb_build_object(
-				'instance_id', 'schedule:load-' || lpad(g::text, 6, '0') || ':' || extract(epoch FROM date_trunc('day', now()) - interval '21 hours')::bigint,
-				'run_id', 'RUN' || lpad(g::text, 23, '0'), 'outcome', 'scheduled',
-				'fired_at', to_char((date_trunc('day', now()) - interval '21 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS".012Z"'),
-				'occurrence_time', to_char((date_trunc('day', now()) - interval '21 hours') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-				'fire_lag_ms', 12)),
-			date_trunc('day', now()) + interval '27 hours', date_trunc('day', now()) + interval '27 hours',
+			1, date_trunc('day', now()) + interval '27 hours', date_trunc('day', now()) + interval '27 hours',
 			now() - interval '30 days', now() - interval '30 days'
 		FROM generate_series(1, ?) AS g`, n)
 	if err != nil {
 		b.Fatalf("seed %d schedules: %v", n, err)
+	}
+	_, err = db.ExecContext(ctx, `INSERT INTO workflow_schedule_recent_actions
+		(schedule_ulid, slot, n, outcome, instance_id, run_id, fired_at, occurrence_time, fire_lag_ms)
+		SELECT 'IDLE' || lpad(g::text, 22, '0'), 0, 0, 'scheduled',
+			'schedule:load-' || lpad(g::text, 6, '0') || ':' || extract(epoch FROM date_trunc('day', now()) - interval '21 hours')::bigint,
+			'RUN' || lpad(g::text, 23, '0'), date_trunc('day', now()) - interval '21 hours' + interval '12 milliseconds',
+			date_trunc('day', now()) - interval '21 hours', 12
+		FROM generate_series(1, ?) AS g`, n)
+	if err != nil {
+		b.Fatalf("seed the recent actions of %d schedules: %v", n, err)
 	}
 	if _, err := db.ExecContext(ctx, "ANALYZE workflow_schedules"); err != nil {
 		b.Fatal(err)

@@ -32,8 +32,8 @@ func seedSchedules(b *testing.B, db *bun.DB, prefix string, n int, next time.Tim
 				Status: models.StatusActive, Spec: models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"},
 				Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll,
 				Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
-				BufferedActions: []models.BufferedAction{}, RecentActions: []models.RecentAction{},
-				NextFireAt: &nt, NextNominalAt: &nt, CreatedAt: t0, UpdatedAt: t0,
+				BufferedActions: []models.BufferedAction{},
+				NextFireAt:      &nt, NextNominalAt: &nt, CreatedAt: t0, UpdatedAt: t0,
 			})
 		}
 		if _, err := db.NewInsert().Model(&batch).Exec(ctx); err != nil {
@@ -295,7 +295,7 @@ func seedWaitingRuns(b *testing.B, db *bun.DB, n int, deadline time.Time) {
 
 // BenchmarkListWithHealth: one registry page of 50 schedules whose runs
 // number 100,000 in all (2,000 each, a fifth failed, the last 10 fires in
-// recent_actions as every firing schedule has them), read as the API does
+// the ring of recent actions as every firing schedule has them), read as the API does
 // (with health: last run, failure counts, the last 10 runs) and, for the
 // comparison, the schedules alone as before health existed.
 func BenchmarkListWithHealth(b *testing.B) {
@@ -309,13 +309,22 @@ func BenchmarkListWithHealth(b *testing.B) {
 			seedSchedules(b, db, "h", schedules, t0.Add(time.Hour))
 			seedRuns(b, db, "h", schedules, runsEach)
 			// The page as it was read before health existed: the same
-			// keyset query on the schedules table alone.
+			// keyset query on the schedules table alone…
 			schedulesOnly := func() {
 				var page []models.Schedule
 				err := db.NewSelect().Model(&page).Where("s.namespace = ? AND s.status IN (?)", "default", bun.In([]string{models.StatusActive, models.StatusPaused})).
 					OrderExpr("s.schedule_id ASC").Limit(schedules + 1).Scan(ctx)
 				if err != nil || len(page) != schedules {
 					b.Fatal(len(page), err)
+				}
+				// …and their recent actions, in the row then, in their
+				// rings since migration 0012.
+				ids := make([]string, len(page))
+				for i := range page {
+					ids[i] = page[i].ID
+				}
+				if _, err := models.RecentActionsOf(ctx, db, ids); err != nil {
+					b.Fatal(err)
 				}
 			}
 			withHealth := func() {
@@ -398,12 +407,15 @@ func seedRuns(b *testing.B, db *bun.DB, prefix string, schedules, each int) {
 		}
 		// A schedule that fired 2,000 times holds its last 10 actions, as
 		// it did before health existed.
-		actions := make([]models.RecentAction, 0, 10)
-		for i := len(runs) - 1; i >= len(runs)-10; i-- {
-			actions = append(actions, models.RecentAction{InstanceID: runs[i].InstanceID, RunID: runs[i].ID, Outcome: "scheduled",
-				FiredAt: runs[i].CreatedAt, OccurrenceTime: *runs[i].OccurrenceTime})
+		actions := make([]*models.RecentActionRow, 0, models.RecentActionsKept)
+		for i := len(runs) - models.RecentActionsKept; i < len(runs); i++ {
+			actions = append(actions, models.RecentActionSlot(ulid, int64(i), models.RecentAction{InstanceID: runs[i].InstanceID,
+				RunID: runs[i].ID, Outcome: "scheduled", FiredAt: runs[i].CreatedAt, OccurrenceTime: *runs[i].OccurrenceTime}))
 		}
-		if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).Set("recent_actions = ?", actions).Where("id = ?", ulid).Exec(ctx); err != nil {
+		if err := models.SaveRecentActions(ctx, db, actions); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).Set("actions_count = ?", len(runs)).Where("id = ?", ulid).Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -95,7 +95,7 @@ func (s *Service) fire(ctx context.Context, tx bun.IDB, rec *recorder, sch *mode
 			if sch.BufferDepth >= limit {
 				return s.skip(ctx, rec, sch, req, SkipBufferFull)
 			}
-			return s.buffer(rec, sch, req), nil
+			return s.buffer(ctx, rec, sch, req)
 		}
 	case OverlapCancelOther:
 		if running {
@@ -117,7 +117,9 @@ func (s *Service) skip(ctx context.Context, rec *recorder, sch *models.ClaimedSc
 	sch.SkippedTriggerCount++
 	sch.LastSkipReason = &reason
 	sch.LastSkippedAt = ptrTime(rec.now)
-	s.remember(sch, models.RecentAction{Outcome: OutcomeSkipped, Reason: reason, InstanceID: req.instanceID}, req, rec.now)
+	if err := remember(ctx, rec, sch, models.RecentAction{Outcome: OutcomeSkipped, Reason: reason, InstanceID: req.instanceID}, req); err != nil {
+		return FireResult{}, err
+	}
 	// The occurrence and its instance ID let the occurrence ledger tell
 	// which occurrence a skip was (the skips index is on the instance ID).
 	// A manual fire has no occurrence, and its unused ID would be noise.
@@ -134,26 +136,25 @@ func (s *Service) skip(ctx context.Context, rec *recorder, sch *models.ClaimedSc
 
 // buffer parks the fire. CONTRACT §6 has no event type for it: the audit stream
 // records the fire when it is drained (ScheduleTriggered, outcome drained).
-func (s *Service) buffer(rec *recorder, sch *models.ClaimedSchedule, req fireRequest) FireResult {
+func (s *Service) buffer(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, req fireRequest) (FireResult, error) {
 	kind := req.kind
 	sch.BufferedActions = append(sch.BufferedActions, models.BufferedAction{
 		InstanceID: req.instanceID, OccurrenceTime: req.occurrence, Kind: kind, BufferedAt: rec.now,
 	})
 	sch.BufferDepth = len(sch.BufferedActions)
-	s.remember(sch, models.RecentAction{Outcome: OutcomeBuffered, InstanceID: req.instanceID}, req, rec.now)
-	return FireResult{Outcome: OutcomeBuffered, InstanceID: req.instanceID, BufferDepth: sch.BufferDepth}
+	err := remember(ctx, rec, sch, models.RecentAction{Outcome: OutcomeBuffered, InstanceID: req.instanceID}, req)
+	return FireResult{Outcome: OutcomeBuffered, InstanceID: req.instanceID, BufferDepth: sch.BufferDepth}, err
 }
 
-// remember keeps the last 10 actions, newest first.
-func (s *Service) remember(sch *models.ClaimedSchedule, a models.RecentAction, req fireRequest, now time.Time) {
-	a.FiredAt = now
+// remember writes the action into the schedule's ring of its last ten
+// (models.RecentActionRow), over the one ten actions before it.
+func remember(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, a models.RecentAction, req fireRequest) error {
+	a.FiredAt = rec.now
 	a.OccurrenceTime = req.occurrence
-	a.FireLagMs = now.Sub(req.occurrence).Milliseconds()
-	list := append([]models.RecentAction{a}, sch.RecentActions...)
-	if len(list) > 10 {
-		list = list[:10]
-	}
-	sch.RecentActions = list
+	a.FireLagMs = rec.now.Sub(req.occurrence).Milliseconds()
+	n := sch.ActionsCount
+	sch.ActionsCount++
+	return rec.w.saveRecent(ctx, models.RecentActionSlot(sch.ID, n, a))
 }
 
 // route resolves where the run is queued: schedule → workflow type → default.
@@ -236,7 +237,9 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 		remaining := *sch.RemainingActions - 1
 		sch.RemainingActions = &remaining
 	}
-	s.remember(sch, models.RecentAction{Outcome: req.kind, InstanceID: req.instanceID, RunID: runID}, req, now)
+	if err := remember(ctx, rec, sch, models.RecentAction{Outcome: req.kind, InstanceID: req.instanceID, RunID: runID}, req); err != nil {
+		return FireResult{}, err
+	}
 	if err := rec.record(ctx, &sch.Schedule, &TriggeredPayload{
 		WorkflowInstanceID: req.instanceID, WorkflowRunID: runID, Outcome: req.kind,
 		EffectiveOverlapPolicy: req.policy, TriggerNumber: triggerNumber, OccurrenceTime: Instant(occurrence),

@@ -11,9 +11,10 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// attachHealth fills in the health (with the recent runs) of schedules read
-// for a surface: one statement for any number of schedules.
-func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedule) error {
+// attachRead fills in what a surface shows of schedules beside their rows:
+// the health (with the recent runs) and the recent actions, one statement
+// each for any number of schedules.
+func (s *Service) attachRead(ctx context.Context, schedules ...*models.Schedule) error {
 	ids := make([]string, len(schedules))
 	for i, sch := range schedules {
 		ids[i] = sch.ID
@@ -22,11 +23,34 @@ func (s *Service) attachHealth(ctx context.Context, schedules ...*models.Schedul
 	if err != nil {
 		return err
 	}
+	if err := s.attachRecentActions(ctx, schedules...); err != nil {
+		return err
+	}
 	for _, sch := range schedules {
 		sch.Health = health[sch.ID]
 		sch.Health.ScheduleULID = sch.ID
 		if sch.Health.RecentRuns == nil {
 			sch.Health.RecentRuns = []models.RecentRun{}
+		}
+	}
+	return nil
+}
+
+// attachRecentActions fills in the schedules' recent actions from their
+// rings, newest first (an empty list for none).
+func (s *Service) attachRecentActions(ctx context.Context, schedules ...*models.Schedule) error {
+	ids := make([]string, len(schedules))
+	for i, sch := range schedules {
+		ids[i] = sch.ID
+	}
+	recent, err := models.RecentActionsOf(ctx, s.db, ids)
+	if err != nil {
+		return err
+	}
+	for _, sch := range schedules {
+		sch.RecentActions = recent[sch.ID]
+		if sch.RecentActions == nil {
+			sch.RecentActions = []models.RecentAction{}
 		}
 	}
 	return nil

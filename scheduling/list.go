@@ -102,6 +102,13 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	if err != nil {
 		return nil, err
 	}
+	list := make([]*models.Schedule, len(rows))
+	for i := range rows {
+		list[i] = &rows[i]
+	}
+	if err := s.attachRecentActions(ctx, list...); err != nil {
+		return nil, err
+	}
 	page := &SchedulePage{Schedules: rows, HasMore: more}
 	switch {
 	case more && filter.ByNextFire:

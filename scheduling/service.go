@@ -305,7 +305,7 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 		return nil, err
 	}
 	s.wakeups.broadcast() // a trigger or backfill may have started runs
-	if err := s.attachHealth(ctx, out); err != nil {
+	if err := s.attachRead(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -425,7 +425,7 @@ func (s *Service) Get(ctx context.Context, namespace, scheduleID string) (*model
 	if err != nil {
 		return nil, err
 	}
-	return sch, s.attachHealth(ctx, sch)
+	return sch, s.attachRead(ctx, sch)
 }
 
 // Description is a schedule with what operators want to know about it.

@@ -173,7 +173,6 @@ func savepoint[T any](ctx context.Context, tx bun.Tx, fn func() (T, error)) (T, 
 // retried from the state that is still in the database.
 func cloneClaimed(c models.ClaimedSchedule) models.ClaimedSchedule {
 	c.BufferedActions = append([]models.BufferedAction(nil), c.BufferedActions...)
-	c.RecentActions = append([]models.RecentAction(nil), c.RecentActions...)
 	return c
 }
 

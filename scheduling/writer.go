@@ -31,6 +31,7 @@ type writer struct {
 	runs      []*models.StartedRun
 	events    []*models.ScheduleEvent
 	schedules []*models.Schedule
+	recent    []*models.RecentActionRow
 }
 
 type instanceKey struct{ namespace, instanceID string }
@@ -79,6 +80,14 @@ func (w *writer) saveSchedule(ctx context.Context, s *models.Schedule) error {
 	return nil
 }
 
+func (w *writer) saveRecent(ctx context.Context, r *models.RecentActionRow) error {
+	if !w.deferred {
+		return models.SaveRecentActions(ctx, w.tx, []*models.RecentActionRow{r})
+	}
+	w.recent = append(w.recent, r)
+	return nil
+}
+
 // flush writes a deferred batch in foreign-key order.
 func (w *writer) flush(ctx context.Context) error {
 	if !w.deferred {
@@ -94,5 +103,8 @@ func (w *writer) flush(ctx context.Context) error {
 	if err := models.InsertScheduleEvents(ctx, w.tx, w.events); err != nil {
 		return err
 	}
-	return models.UpdateSchedules(ctx, w.tx, w.schedules)
+	if err := models.UpdateSchedules(ctx, w.tx, w.schedules); err != nil {
+		return err
+	}
+	return models.SaveRecentActions(ctx, w.tx, w.recent)
 }

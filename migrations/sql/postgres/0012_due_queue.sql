@@ -65,3 +65,39 @@ DROP INDEX workflow_schedules_status_next_fire_at_id_idx;
 -- applies to pages written from now on; existing ones gain it as their
 -- rows move.
 ALTER TABLE workflow_schedules SET (fillfactor = 50);
+
+-- Recent actions (the last ten fires, skips and buffers of a schedule)
+-- leave the schedule row. As a JSON list in the row they were ~230 bytes
+-- an entry, rewritten whole by every fire, and they made the row grow
+-- until its new versions no longer fitted its page. Now each schedule
+-- has a ring of ten rows, slot = n % 10 where n numbers its actions
+-- (actions_count on the schedule is the next n): a fire overwrites one
+-- slot in place, a HOT update of a fixed-size row, and adds nothing once
+-- the ring is full. The fill factor leaves room for those new versions.
+CREATE TABLE workflow_schedule_recent_actions (
+    schedule_ulid   text NOT NULL,
+    slot            smallint NOT NULL,
+    n               bigint NOT NULL,
+    outcome         text NOT NULL,
+    instance_id     text,
+    run_id          text,
+    fired_at        timestamptz NOT NULL,
+    occurrence_time timestamptz NOT NULL,
+    fire_lag_ms     bigint NOT NULL,
+    reason          text,
+    PRIMARY KEY (schedule_ulid, slot)
+) WITH (fillfactor = 80);
+
+ALTER TABLE workflow_schedules ADD COLUMN actions_count bigint NOT NULL DEFAULT 0;
+
+-- The stored list is newest first: its k-th entry (from 1) is action
+-- n = length - k.
+INSERT INTO workflow_schedule_recent_actions (schedule_ulid, slot, n, outcome, instance_id, run_id, fired_at,
+        occurrence_time, fire_lag_ms, reason)
+    SELECT s.id, ((jsonb_array_length(s.recent_actions) - a.k) % 10)::smallint, jsonb_array_length(s.recent_actions) - a.k,
+        a.e->>'outcome', NULLIF(a.e->>'instance_id', ''), NULLIF(a.e->>'run_id', ''), (a.e->>'fired_at')::timestamptz,
+        (a.e->>'occurrence_time')::timestamptz, COALESCE((a.e->>'fire_lag_ms')::bigint, 0), NULLIF(a.e->>'reason', '')
+    FROM workflow_schedules AS s, jsonb_array_elements(s.recent_actions) WITH ORDINALITY AS a (e, k)
+    WHERE jsonb_array_length(s.recent_actions) - a.k < 10;
+UPDATE workflow_schedules SET actions_count = jsonb_array_length(recent_actions) WHERE recent_actions <> '[]'::jsonb;
+ALTER TABLE workflow_schedules DROP COLUMN recent_actions;

@@ -32,3 +32,36 @@ BEGIN
 END;
 
 DROP INDEX workflow_schedules_status_next_fire_at_id_idx;
+
+-- Recent actions leave the schedule row for a ring of ten rows per
+-- schedule (the PostgreSQL migration says why; here it keeps the two
+-- schemas alike and the fire's write small).
+CREATE TABLE workflow_schedule_recent_actions (
+    schedule_ulid   text NOT NULL,
+    slot            integer NOT NULL,
+    n               integer NOT NULL,
+    outcome         text NOT NULL,
+    instance_id     text,
+    run_id          text,
+    fired_at        text NOT NULL,
+    occurrence_time text NOT NULL,
+    fire_lag_ms     integer NOT NULL,
+    reason          text,
+    PRIMARY KEY (schedule_ulid, slot)
+) WITHOUT ROWID;
+
+ALTER TABLE workflow_schedules ADD COLUMN actions_count integer NOT NULL DEFAULT 0;
+
+-- The stored list is newest first: its entry at key k (from 0) is action
+-- n = length - 1 - k.
+INSERT INTO workflow_schedule_recent_actions (schedule_ulid, slot, n, outcome, instance_id, run_id, fired_at,
+        occurrence_time, fire_lag_ms, reason)
+    SELECT s.id, (json_array_length(s.recent_actions) - 1 - a.key) % 10, json_array_length(s.recent_actions) - 1 - a.key,
+        json_extract(a.value, '$.outcome'), NULLIF(json_extract(a.value, '$.instance_id'), ''),
+        NULLIF(json_extract(a.value, '$.run_id'), ''), json_extract(a.value, '$.fired_at'),
+        json_extract(a.value, '$.occurrence_time'), COALESCE(json_extract(a.value, '$.fire_lag_ms'), 0),
+        NULLIF(json_extract(a.value, '$.reason'), '')
+    FROM workflow_schedules AS s, json_each(s.recent_actions) AS a
+    WHERE json_array_length(s.recent_actions) - 1 - a.key < 10;
+UPDATE workflow_schedules SET actions_count = json_array_length(recent_actions) WHERE recent_actions <> '[]';
+ALTER TABLE workflow_schedules DROP COLUMN recent_actions;

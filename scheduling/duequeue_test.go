@@ -1,0 +1,90 @@
+package scheduling_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/scheduling"
+)
+
+// dueRow is a row of the due queue, or the row a schedule should have.
+type dueRow struct {
+	NextFireAt   time.Time `bun:"next_fire_at"`
+	ScheduleULID string    `bun:"schedule_ulid"`
+}
+
+// requireDueQueueMatches asserts the due queue's invariant (migration 0012):
+// exactly one row per active schedule with a next fire, at that fire.
+func requireDueQueueMatches(t *testing.T, f *fixture, step string) {
+	t.Helper()
+	var queue, want []dueRow
+	require.NoError(t, f.db.NewRaw("SELECT next_fire_at, schedule_ulid FROM workflow_schedule_due ORDER BY schedule_ulid").Scan(f.ctx, &queue))
+	require.NoError(t, f.db.NewRaw("SELECT next_fire_at, id AS schedule_ulid FROM workflow_schedules WHERE status = ? AND next_fire_at IS NOT NULL ORDER BY id",
+		models.StatusActive).Scan(f.ctx, &want))
+	require.Len(t, queue, len(want), "%s: queue rows", step)
+	for i := range want {
+		require.Equal(t, want[i].ScheduleULID, queue[i].ScheduleULID, "%s", step)
+		require.True(t, want[i].NextFireAt.Equal(queue[i].NextFireAt), "%s: %s queued at %s, due %s", step,
+			want[i].ScheduleULID, queue[i].NextFireAt, want[i].NextFireAt)
+	}
+}
+
+// Every way a schedule row is written keeps the due queue in step: the
+// service's own operations, a tick's batch update, max_runs exhaustion, the
+// purge's delete, and SQL from outside the service (an operator's fix).
+func TestDueQueueFollowsEveryWrite(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		requireDueQueueMatches(t, f, "empty")
+		f.create(cronInput("a", "*/5 * * * *"))
+		f.create(cronInput("b", "0 * * * *"))
+		once := cronInput("once", "* * * * *")
+		once.MaxRuns = ptr(int64(1))
+		f.create(once)
+		requireDueQueueMatches(t, f, "created")
+
+		_, err := f.svc.Pause(f.ctx, "default", "a", scheduling.PauseInput{Reason: "x"}, nil)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "paused")
+		_, err = f.svc.Update(f.ctx, "default", "b", scheduling.UpdateInput{Spec: &models.Spec{CronExpressions: []string{"30 * * * *"}, Timezone: "UTC"}}, nil)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "spec updated")
+		_, err = f.svc.Update(f.ctx, "default", "b", scheduling.UpdateInput{Note: ptr("no change to when")}, nil)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "note updated")
+
+		f.clock.Set(t0.Add(31 * time.Minute))
+		rows, err := f.svc.Tick(f.ctx, 100)
+		require.NoError(t, err)
+		require.Len(t, rows, 2, "b and once fire; a is paused")
+		require.Equal(t, models.StatusDeleted, f.get("once").Status, "max_runs exhausted")
+		requireDueQueueMatches(t, f, "ticked")
+
+		_, err = f.svc.Resume(f.ctx, "default", "a", nil)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "resumed")
+		_, err = f.svc.Delete(f.ctx, "default", "b", nil)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "deleted")
+
+		_, err = db.NewUpdate().Model((*models.Schedule)(nil)).Set("next_fire_at = ?", t0.Add(time.Hour)).
+			Where("schedule_id = ?", "a").Exec(f.ctx)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "moved by SQL")
+		a := f.get("a")
+		for _, table := range []string{"workflow_schedule_history_events", "workflow_runs"} {
+			_, err = db.NewDelete().TableExpr(table).Where("workflow_schedule_id = ?", a.ID).Exec(f.ctx)
+			require.NoError(t, err)
+		}
+		_, err = db.NewDelete().Model((*models.Schedule)(nil)).Where("id = ?", a.ID).Exec(f.ctx)
+		require.NoError(t, err)
+		requireDueQueueMatches(t, f, "row deleted")
+	})
+}
