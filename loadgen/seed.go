@@ -39,7 +39,7 @@ func Seed(ctx context.Context, db bun.IDB, prefix string, n int, spec models.Spe
 				Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll,
 				Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
 				BufferedActions: []models.BufferedAction{},
-				NextFireAt: &nt, NextNominalAt: &nt, CreatedAt: created, UpdatedAt: created,
+				NextFireAt:      &nt, NextNominalAt: &nt, CreatedAt: created, UpdatedAt: created,
 			})
 		}
 		if _, err := db.NewInsert().Model(&batch).Exec(ctx); err != nil {

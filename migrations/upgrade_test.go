@@ -84,8 +84,8 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 			_, err = db.NewInsert().Model(sch).ExcludeColumn("actions_count").Exec(ctx)
 			require.NoError(t, err)
 			_, err = db.NewInsert().Model(&models.ScheduleEvent{ID: "01J2Z0AU000000000000000001", WorkflowScheduleID: sch.ID, Sequence: 1,
-				EventType: "ScheduleCreated", RecordedAt: t0, Payload: json.RawMessage(`{"spec":{"cron_expressions":["0 * * * *"],"intervals":[],"timezone":"UTC"},`+
-					`"action":{"workflow_type":"invoice-sync","execution_timeout_seconds":null,"run_timeout_seconds":null,"retry_policy":null},`+
+				EventType: "ScheduleCreated", RecordedAt: t0, Payload: json.RawMessage(`{"spec":{"cron_expressions":["0 * * * *"],"intervals":[],"timezone":"UTC"},` +
+					`"action":{"workflow_type":"invoice-sync","execution_timeout_seconds":null,"run_timeout_seconds":null,"retry_policy":null},` +
 					`"overlap_policy":"allow_all","next_fire_at":"2026-07-16T13:00:00.000000Z"}`)}).Exec(ctx)
 			require.NoError(t, err)
 
