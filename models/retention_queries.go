@@ -36,6 +36,23 @@ type DeletedRows struct {
 	Runs, RunEvents, Schedules, ScheduleEvents, Deliveries int
 }
 
+// Tables names the tables d has deleted rows from.
+func (d DeletedRows) Tables() []string {
+	var out []string
+	for _, t := range []struct {
+		n     int
+		table string
+	}{
+		{d.Runs, "workflow_runs"}, {d.RunEvents, "workflow_history_events"}, {d.Deliveries, "notification_deliveries"},
+		{d.ScheduleEvents, "workflow_schedule_history_events"}, {d.Schedules, "workflow_schedules"},
+	} {
+		if t.n > 0 {
+			out = append(out, t.table)
+		}
+	}
+	return out
+}
+
 // Add sums two counts.
 func (d *DeletedRows) Add(o DeletedRows) {
 	d.Runs += o.Runs

@@ -12,33 +12,21 @@ import (
 
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
 
 // seedSchedules bulk-inserts n active schedules firing every minute whose
-// next fire is at `next`; it bypasses Create to keep setup fast.
+// next fire is at `next`; it bypasses Create to keep setup fast. Each has
+// fired before: its ring of recent actions is full (loadgen.Seed), as any
+// schedule's is from its eleventh fire on.
 func seedSchedules(b *testing.B, db *bun.DB, prefix string, n int, next time.Time) {
 	b.Helper()
-	ctx := context.Background()
-	const chunk = 1000
-	for start := 0; start < n; start += chunk {
-		batch := make([]models.Schedule, 0, chunk)
-		for i := start; i < min(start+chunk, n); i++ {
-			nt := next
-			batch = append(batch, models.Schedule{
-				ID: fmt.Sprintf("%s%020d", prefix, i), Namespace: "default", ScheduleID: fmt.Sprintf("%s-%06d", prefix, i),
-				Status: models.StatusActive, Spec: models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"},
-				Action: models.Action{WorkflowType: "bench"}, OverlapPolicy: scheduling.OverlapAllowAll,
-				Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
-				BufferedActions: []models.BufferedAction{},
-				NextFireAt:      &nt, NextNominalAt: &nt, CreatedAt: t0, UpdatedAt: t0,
-			})
-		}
-		if _, err := db.NewInsert().Model(&batch).Exec(ctx); err != nil {
-			b.Fatal(err)
-		}
+	spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
+	if err := loadgen.Seed(context.Background(), db, prefix, n, spec, next); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -2,10 +2,12 @@ package scheduling
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/models"
 )
 
@@ -30,8 +32,18 @@ type Retention struct {
 	Budget time.Duration
 }
 
-// Retain runs one bounded retention pass and says what it deleted.
+// Retain runs one bounded retention pass and says what it deleted. The
+// tables it deleted from are vacuumed once a minute at most
+// (sweptTables), so their space is reused for new rows.
 func (s *Service) Retain(ctx context.Context, r Retention) (models.DeletedRows, error) {
+	d, err := s.retain(ctx, r)
+	if verr := s.swept.vacuum(ctx, s.db, s.clock.Now(), d); err == nil {
+		err = verr
+	}
+	return d, err
+}
+
+func (s *Service) retain(ctx context.Context, r Retention) (models.DeletedRows, error) {
 	var total models.DeletedRows
 	if r.KeepRuns <= 0 && r.PurgeDeletedAfter <= 0 {
 		return total, nil
@@ -97,4 +109,40 @@ func (s *Service) Retain(ctx context.Context, r Retention) (models.DeletedRows, 
 		}
 	}
 	return total, nil
+}
+
+// sweptVacuumEvery is how often the tables retention deleted rows from are
+// vacuumed at most.
+const sweptVacuumEvery = time.Minute
+
+// sweptTables vacuums the tables retention deleted rows from (Dialect.
+// Vacuum). A deleted row's space is reused only once a vacuum has seen
+// it; autovacuum waits until a fifth of a table is dead — hours of
+// retention on a table holding 30 days — or does not run at all where it
+// is turned off, and meanwhile every new run takes new pages. Vacuuming
+// the runs table each minute stays cheap: it reads only the pages changed
+// since the last one (the visibility map), and PostgreSQL skips the
+// index pass while few pages hold dead rows.
+type sweptTables struct {
+	mu       sync.Mutex
+	pending  models.DeletedRows
+	vacuumed time.Time
+}
+
+func (t *sweptTables) vacuum(ctx context.Context, db bun.IDB, now time.Time, d models.DeletedRows) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending.Add(d)
+	if t.pending == (models.DeletedRows{}) || now.Sub(t.vacuumed) < sweptVacuumEvery || ctx.Err() != nil {
+		return nil
+	}
+	t.vacuumed = now
+	p := t.pending
+	t.pending = models.DeletedRows{}
+	for _, table := range p.Tables() {
+		if err := database.Of(db).Vacuum(ctx, db, table); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -117,3 +117,34 @@ func TestRetentionPurgesDeletedSchedules(t *testing.T) {
 		require.Equal(t, models.StatusDeleted, f.get("recent").Status, "deleted a day ago: kept")
 	})
 }
+
+// What retention deletes is vacuumed (at most once a minute), so that its
+// space is reused even where autovacuum is off or far from its threshold:
+// VACUUM records the table's live rows in pg_class, which a table never
+// vacuumed or analyzed has as -1.
+func TestRetentionVacuumsWhatItDeleted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.Postgres(t))
+	in := cronInput("nightly", "0 0 * * *")
+	in.OverlapPolicy = scheduling.OverlapAllowAll
+	f.create(in)
+	for range 2 {
+		res, err := f.svc.Trigger(f.ctx, "default", "nightly", "", nil)
+		require.NoError(t, err)
+		require.Len(t, f.poll(1, 30), 1)
+		_, err = f.svc.CompleteRun(f.ctx, "default", res.RunID, w1, nil)
+		require.NoError(t, err)
+		f.clock.Advance(time.Second)
+	}
+	reltuples := func() float64 {
+		var n float64
+		require.NoError(t, f.db.NewRaw("SELECT reltuples FROM pg_class WHERE oid = 'workflow_runs'::regclass").Scan(f.ctx, &n))
+		return n
+	}
+	require.Equal(t, -1.0, reltuples(), "not vacuumed yet")
+	f.clock.Advance(2 * time.Hour)
+	d, err := f.svc.Retain(f.ctx, scheduling.Retention{KeepRuns: time.Hour})
+	require.NoError(t, err)
+	require.Equal(t, 1, d.Runs, "the older run; the latest stays")
+	require.Equal(t, 1.0, reltuples(), "vacuumed: one live run")
+}

@@ -62,6 +62,7 @@ type Service struct {
 	ids           *ids
 	wakeups       wakeups
 	notify        NotifyConfig
+	swept         sweptTables
 }
 
 // New returns a Service.
