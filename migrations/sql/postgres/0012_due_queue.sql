@@ -65,3 +65,23 @@ DROP INDEX workflow_schedules_status_next_fire_at_id_idx;
 -- applies to pages written from now on; existing ones gain it as their
 -- rows move.
 ALTER TABLE workflow_schedules SET (fillfactor = 50);
+
+-- A fire's audit event, ScheduleTriggered, in typed columns (issue 22,
+-- "table bytes per fire"). Its jsonb payload was 203 of the row's ~390
+-- bytes, kept for the schedule's lifetime. Its facts now live in these
+-- columns, and the payload keeps only what is not one: the command context,
+-- and not even that when it is the scheduler's own, so a regular fire
+-- stores '{}' (~235 bytes a row, BenchmarkFireThroughput). Readers see the
+-- payload as before: scheduling/audit.go (storedForm, servedPayload) is
+-- the one place that knows the stored form. The columns are null on other
+-- event types and on every ScheduleTriggered stored before this migration,
+-- whose payload still holds every key; no existing row is rewritten. (A
+-- new row of another type with a null column pays 8 bytes more: its null
+-- bitmap no longer fits the tuple header's padding.)
+--
+-- Fixed-width columns first: after recorded_at (8-aligned) they need no
+-- padding, and the two short texts after them none either.
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_number bigint;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN occurrence_time timestamptz;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_outcome text;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN effective_overlap_policy text;

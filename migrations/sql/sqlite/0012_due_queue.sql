@@ -32,3 +32,13 @@ BEGIN
 END;
 
 DROP INDEX workflow_schedules_status_next_fire_at_id_idx;
+
+-- A fire's audit event, ScheduleTriggered, in typed columns (issue 22; the
+-- PostgreSQL migration says why): its facts in these columns, the payload
+-- keeping only what is not one. scheduling/audit.go (storedForm and
+-- servedPayload) serves the payload as before. Null on other event types
+-- and on every ScheduleTriggered stored before this migration.
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_number integer;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN occurrence_time text;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_outcome text;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN effective_overlap_policy text;
