@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
@@ -34,10 +33,6 @@ type Dialect interface {
 	// the driver's error code (not by matching message text, which drivers
 	// are free to reword).
 	IsUniqueViolation(err error) bool
-	// JSONWithFields is the expression for the JSON object in column with
-	// the top-level keys set to the given column expressions, in the order
-	// of keys. keys and expressions must be constants.
-	JSONWithFields(column string, keys []string, exprs map[string]string) string
 	// TypedArrays reports whether a Go slice binds as one typed array
 	// parameter (pgdialect.Array), so a batch of rows can be written by
 	// unnest with a statement the same size for 1 row or 500. Without it,
@@ -132,19 +127,6 @@ func (postgres) Vacuum(ctx context.Context, db bun.IDB, table string) error {
 	}
 	return nil
 }
-func (postgres) JSONWithFields(column string, keys []string, exprs map[string]string) string {
-	// jsonb orders keys itself.
-	var b strings.Builder
-	b.WriteString("(" + column + " || jsonb_build_object(")
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("'" + k + "', " + exprs[k])
-	}
-	b.WriteString("))")
-	return b.String()
-}
 func (postgres) SingleWriter() bool { return false }
 func (postgres) CanFireAhead() bool { return true }
 
@@ -180,16 +162,6 @@ func (sqlite) Optimize(ctx context.Context, db bun.IDB) error {
 		}
 	}
 	return nil
-}
-func (sqlite) JSONWithFields(column string, keys []string, exprs map[string]string) string {
-	// json_set appends new keys in the order given.
-	var b strings.Builder
-	b.WriteString("json_set(" + column)
-	for _, k := range keys {
-		b.WriteString(", '$." + k + "', " + exprs[k])
-	}
-	b.WriteString(")")
-	return b.String()
 }
 func (sqlite) MigrationTx(ctx context.Context, db *bun.DB, _ int64, fn func(ctx context.Context, tx bun.Tx) error) error {
 	// The pragma is a no-op inside a transaction: set it on the

@@ -74,12 +74,6 @@ func TestDialectConformance(t *testing.T) {
 			require.NoError(t, db.NewSelect().Table("dup").Column("id").Where("id LIKE 'm%'").Scan(ctx, &ids))
 			require.Equal(t, []string{"m1"}, ids)
 		})
-		t.Run("JSONWithFields", func(t *testing.T) {
-			expr := d.JSONWithFields("CAST('{\"a\": 1}' AS "+jsonType(d)+")", []string{"b", "c"}, map[string]string{"b": "'x'", "c": "2"})
-			var got string
-			require.NoError(t, db.NewRaw("SELECT CAST("+expr+" AS text)").Scan(ctx, &got))
-			require.JSONEq(t, `{"a": 1, "b": "x", "c": 2}`, got)
-		})
 		t.Run("JoinEachRow", func(t *testing.T) {
 			// Each queue row finds its item through on; with a lock that
 			// skips, an item another transaction holds drops out before

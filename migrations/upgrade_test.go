@@ -44,6 +44,52 @@ type run0008 struct {
 	WorkflowInstanceID string `bun:"workflow_instance_id"`
 }
 
+// event0011 is an audit event row as migrations 0001–0011 left the table,
+// before a ScheduleTriggered's facts had columns of their own.
+type event0011 struct {
+	bun.BaseModel `bun:"table:workflow_schedule_history_events"`
+
+	ID                 string          `bun:"id,pk"`
+	WorkflowScheduleID string          `bun:"workflow_schedule_id"`
+	Sequence           int64           `bun:"sequence"`
+	EventType          string          `bun:"event_type"`
+	Payload            json.RawMessage `bun:"payload,type:jsonb"`
+	WorkflowInstanceID *string         `bun:"workflow_instance_id"`
+	WorkflowRunID      *string         `bun:"workflow_run_id"`
+	RecordedAt         time.Time       `bun:"recorded_at"`
+}
+
+// hourly is the schedule the upgrade tests start from.
+var hourly = scheduling.CreateInput{
+	Namespace: "default", ScheduleID: "hourly",
+	Spec:          models.Spec{CronExpressions: []string{"0 * * * *"}, Timezone: "UTC"},
+	Action:        models.Action{WorkflowType: "invoice-sync"},
+	OverlapPolicy: scheduling.OverlapAllowAll,
+}
+
+// createInOlderSchema creates a schedule in db, whose schema is older than
+// the code's, as the service creates it: the service cannot write there
+// itself (it writes the audit table's current columns), so it creates the
+// schedule in a database of the current schema and the rows it wrote, the
+// schedule and its ScheduleCreated event, are copied over.
+func createInOlderSchema(t *testing.T, db *bun.DB, dialect string, clock *schedtest.Clock, in scheduling.CreateInput) *models.Schedule {
+	t.Helper()
+	ctx := context.Background()
+	current := dbtest.Open(t, dialect)
+	sch, err := schedtest.Service(current, clock).Create(ctx, in, nil)
+	require.NoError(t, err)
+	events, _, err := models.ListScheduleEvents(ctx, current, sch.ID, models.EventQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, events, 1)
+	_, err = db.NewInsert().Model(sch).ExcludeColumn("actions_count").Exec(ctx) // 0012's column
+	require.NoError(t, err)
+	e := events[0]
+	_, err = db.NewInsert().Model(&event0011{ID: e.ID, WorkflowScheduleID: e.WorkflowScheduleID, Sequence: e.Sequence, EventType: e.EventType,
+		Payload: e.Payload, WorkflowInstanceID: e.WorkflowInstanceID, WorkflowRunID: e.WorkflowRunID, RecordedAt: e.RecordedAt}).Exec(ctx)
+	require.NoError(t, err)
+	return sch
+}
+
 // An upgrade keeps every stored run and event readable: a database built by
 // migrations 0001–0008, holding a schedule that fired and whose run
 // completed the way fires were written then (instance row, run, the run's
@@ -83,7 +129,7 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 				CreatedAt: t0, UpdatedAt: t0}
 			_, err = db.NewInsert().Model(sch).ExcludeColumn("actions_count").Exec(ctx)
 			require.NoError(t, err)
-			_, err = db.NewInsert().Model(&models.ScheduleEvent{ID: "01J2Z0AU000000000000000001", WorkflowScheduleID: sch.ID, Sequence: 1,
+			_, err = db.NewInsert().Model(&event0011{ID: "01J2Z0AU000000000000000001", WorkflowScheduleID: sch.ID, Sequence: 1,
 				EventType: "ScheduleCreated", RecordedAt: t0, Payload: json.RawMessage(`{"spec":{"cron_expressions":["0 * * * *"],"intervals":[],"timezone":"UTC"},` +
 					`"action":{"workflow_type":"invoice-sync","execution_timeout_seconds":null,"run_timeout_seconds":null,"retry_policy":null},` +
 					`"overlap_policy":"allow_all","next_fire_at":"2026-07-16T13:00:00.000000Z"}`)}).Exec(ctx)
@@ -118,7 +164,7 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 			require.NoError(t, err)
 			audit := fmt.Sprintf(`{"workflow_instance_id":%q,"workflow_run_id":%q,"outcome":"scheduled","effective_overlap_policy":"allow_all",`+
 				`"trigger_number":1,"occurrence_time":"2026-07-16T13:00:00.000000Z","command_context":{"source":"scheduler"}}`, instanceID, runID)
-			_, err = db.NewInsert().Model(&models.ScheduleEvent{ID: "01J2Z0AU000000000000000002", WorkflowScheduleID: sch.ID, Sequence: 2,
+			_, err = db.NewInsert().Model(&event0011{ID: "01J2Z0AU000000000000000002", WorkflowScheduleID: sch.ID, Sequence: 2,
 				EventType: "ScheduleTriggered", Payload: json.RawMessage(audit), WorkflowInstanceID: &instanceID, WorkflowRunID: &runID, RecordedAt: fired}).Exec(ctx)
 			require.NoError(t, err)
 			next := at.Add(time.Hour)

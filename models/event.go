@@ -7,18 +7,14 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// PayloadFromColumns lists, per event type, the payload keys stored only
-// in the event's columns: workflow_instance_id and workflow_run_id of a
-// ScheduleTriggered (the fire path's event) were ~110 of its ~500 bytes.
-// The writer leaves them out (scheduling/audit.go) and ListScheduleEvents
-// sets them again from the columns; events stored before migration 0009
-// still hold them, with the same values.
-var PayloadFromColumns = map[string][]string{
-	"ScheduleTriggered": {"workflow_instance_id", "workflow_run_id"},
-}
-
 // ScheduleEvent is a row of workflow_schedule_history_events: the schedule's
 // append-only audit stream.
+//
+// Payload is the stored form, which is not always what readers are served:
+// a ScheduleTriggered (one per fire, most of the stream) keeps its facts in
+// the typed columns below and its instance and run in the two above them.
+// scheduling/audit.go writes that form (storedForm) and turns a row back
+// into its served payload (servedPayload); nothing else reads it.
 type ScheduleEvent struct {
 	bun.BaseModel `bun:"table:workflow_schedule_history_events,alias:se"`
 
@@ -30,4 +26,12 @@ type ScheduleEvent struct {
 	WorkflowInstanceID *string         `bun:"workflow_instance_id"`
 	WorkflowRunID      *string         `bun:"workflow_run_id"`
 	RecordedAt         time.Time       `bun:"recorded_at,notnull"`
+
+	// A ScheduleTriggered's facts since migration 0012; nil on other event
+	// types and on ScheduleTriggered events stored before it (their payload
+	// holds them).
+	TriggerNumber          *int64     `bun:"trigger_number"`
+	OccurrenceTime         *time.Time `bun:"occurrence_time"`
+	TriggerOutcome         *string    `bun:"trigger_outcome"`
+	EffectiveOverlapPolicy *string    `bun:"effective_overlap_policy"`
 }

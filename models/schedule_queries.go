@@ -415,13 +415,11 @@ type EventQuery struct {
 // ListScheduleEvents returns up to q.Limit events past the cursor in the
 // page's order, plus whether more follow. The unique (schedule, sequence)
 // index, or for a type filter the type index of migration 0011, makes
-// every page cost the same, however deep.
+// every page cost the same, however deep. Payloads are as stored (see
+// ScheduleEvent): the service serves them.
 func ListScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID string, q EventQuery) ([]ScheduleEvent, bool, error) {
 	var out []ScheduleEvent
-	sel := db.NewSelect().Model(&out).
-		ColumnExpr("se.id, se.workflow_schedule_id, se.sequence, se.event_type, se.workflow_instance_id, se.workflow_run_id, se.recorded_at").
-		ColumnExpr(servedPayload(db)+" AS payload").
-		Where("se.workflow_schedule_id = ?", scheduleULID)
+	sel := db.NewSelect().Model(&out).Where("se.workflow_schedule_id = ?", scheduleULID)
 	if q.EventType != "" {
 		sel = sel.Where("se.event_type = ?", q.EventType)
 	}
@@ -454,20 +452,6 @@ func CountScheduleEvents(ctx context.Context, db bun.IDB, scheduleULID, eventTyp
 	return int64(n), nil
 }
 
-// servedPayload is the payload column with the keys of PayloadFromColumns
-// set again from the event's columns.
-func servedPayload(db bun.IDB) string {
-	expr := "se.payload"
-	for eventType, keys := range PayloadFromColumns {
-		fields := make(map[string]string, len(keys))
-		for _, k := range keys {
-			fields[k] = "se." + k
-		}
-		expr = "CASE WHEN se.event_type = '" + eventType + "' THEN " + database.Of(db).JSONWithFields("se.payload", keys, fields) + " ELSE " + expr + " END"
-	}
-	return expr
-}
-
 // InsertScheduleEvents appends many audit events in one statement; on
 // PostgreSQL one typed array per column through unnest (see InsertRuns).
 func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent) error {
@@ -482,17 +466,22 @@ func InsertScheduleEvents(ctx context.Context, db bun.IDB, list []*ScheduleEvent
 	}
 	n := len(list)
 	id, scheduleULID, eventType, payload := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	instanceID, runID := make([]*string, n), make([]*string, n)
+	instanceID, runID, outcome, policy := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	sequence, recordedAt := make([]int64, n), make([]time.Time, n)
+	triggerNumber, occurrence := make([]*int64, n), make([]*time.Time, n)
 	for i, e := range list {
 		id[i], scheduleULID[i], eventType[i], payload[i] = e.ID, e.WorkflowScheduleID, e.EventType, string(e.Payload)
 		instanceID[i], runID[i], sequence[i], recordedAt[i] = e.WorkflowInstanceID, e.WorkflowRunID, e.Sequence, e.RecordedAt
+		triggerNumber[i], occurrence[i], outcome[i], policy[i] = e.TriggerNumber, e.OccurrenceTime, e.TriggerOutcome, e.EffectiveOverlapPolicy
 	}
 	_, err := db.NewRaw(`INSERT INTO workflow_schedule_history_events (id, workflow_schedule_id, event_type, payload,
-			workflow_instance_id, workflow_run_id, sequence, recorded_at)
-		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::text[], ?::bigint[], ?::timestamptz[])`,
+			workflow_instance_id, workflow_run_id, sequence, recorded_at,
+			trigger_number, occurrence_time, trigger_outcome, effective_overlap_policy)
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::text[], ?::bigint[], ?::timestamptz[],
+			?::bigint[], ?::timestamptz[], ?::text[], ?::text[])`,
 		pgdialect.Array(id), pgdialect.Array(scheduleULID), pgdialect.Array(eventType), pgdialect.Array(payload),
-		pgdialect.Array(instanceID), pgdialect.Array(runID), pgdialect.Array(sequence), pgdialect.Array(recordedAt)).Exec(ctx)
+		pgdialect.Array(instanceID), pgdialect.Array(runID), pgdialect.Array(sequence), pgdialect.Array(recordedAt),
+		pgdialect.Array(triggerNumber), pgdialect.Array(occurrence), pgdialect.Array(outcome), pgdialect.Array(policy)).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("insert schedule events: %w", err)
 	}

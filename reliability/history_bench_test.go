@@ -74,31 +74,28 @@ func BenchmarkHistoryPage(b *testing.B) {
 }
 
 // bulkAuditEvents appends n ScheduleTriggered events (sequences 2..n+1,
-// after the ScheduleCreated one) to a schedule in one statement.
+// after the ScheduleCreated one) to a schedule in one statement, stored the
+// way a regular fire stores them since migration 0012: the facts in the
+// columns, an empty payload (scheduling/audit.go serves it whole).
 func bulkAuditEvents(b testing.TB, db *bun.DB, scheduleULID string, n int) {
 	b.Helper()
 	ctx := context.Background()
 	var query string
 	if database.Of(db).Name() == database.PostgreSQL {
 		query = `INSERT INTO workflow_schedule_history_events
-			(id, workflow_schedule_id, sequence, event_type, payload, workflow_instance_id, workflow_run_id, recorded_at)
-			SELECT 'BULK' || lpad(g::text, 22, '0'), ?0, g + 1, 'ScheduleTriggered',
-				jsonb_build_object('workflow_instance_id', 'schedule:deep:' || g, 'workflow_run_id', 'RUN' || lpad(g::text, 23, '0'),
-					'outcome', 'scheduled', 'effective_overlap_policy', 'allow_all', 'trigger_number', g,
-					'occurrence_time', to_char((?1::timestamptz + g * interval '1 minute') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-					'command_context', jsonb_build_object('source', 'scheduler')),
-				'schedule:deep:' || g, 'RUN' || lpad(g::text, 23, '0'), ?1::timestamptz + g * interval '1 minute'
+			(id, workflow_schedule_id, sequence, event_type, payload, workflow_instance_id, workflow_run_id, recorded_at,
+				trigger_number, occurrence_time, trigger_outcome, effective_overlap_policy)
+			SELECT 'BULK' || lpad(g::text, 22, '0'), ?0, g + 1, 'ScheduleTriggered', '{}',
+				'schedule:deep:' || g, 'RUN' || lpad(g::text, 23, '0'), ?1::timestamptz + g * interval '1 minute',
+				g, ?1::timestamptz + g * interval '1 minute', 'scheduled', 'allow_all'
 			FROM generate_series(1, ?2) AS g`
 	} else {
 		query = `INSERT INTO workflow_schedule_history_events
-			(id, workflow_schedule_id, sequence, event_type, payload, workflow_instance_id, workflow_run_id, recorded_at)
+			(id, workflow_schedule_id, sequence, event_type, payload, workflow_instance_id, workflow_run_id, recorded_at,
+				trigger_number, occurrence_time, trigger_outcome, effective_overlap_policy)
 			WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?2)
-			SELECT 'BULK' || printf('%022d', n), ?0, n + 1, 'ScheduleTriggered',
-				json_object('workflow_instance_id', 'schedule:deep:' || n, 'workflow_run_id', 'RUN' || printf('%023d', n),
-					'outcome', 'scheduled', 'effective_overlap_policy', 'allow_all', 'trigger_number', n,
-					'occurrence_time', strftime('%Y-%m-%dT%H:%M:%fZ', '2026-07-16 12:00:00', '+' || n || ' minutes'),
-					'command_context', json_object('source', 'scheduler')),
-				'schedule:deep:' || n, 'RUN' || printf('%023d', n), ?1
+			SELECT 'BULK' || printf('%022d', n), ?0, n + 1, 'ScheduleTriggered', '{}',
+				'schedule:deep:' || n, 'RUN' || printf('%023d', n), ?1, n, ?1, 'scheduled', 'allow_all'
 			FROM g`
 	}
 	if _, err := db.ExecContext(ctx, query, scheduleULID, benchT0, n); err != nil {

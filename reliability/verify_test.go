@@ -46,15 +46,6 @@ func (s fireStats) String() string {
 		s.Schedules, s.Fires, s.Dropped, s.LagP50, s.LagP99, s.LagMax)
 }
 
-type auditRow struct {
-	ScheduleULID string          `bun:"workflow_schedule_id"`
-	Sequence     int64           `bun:"sequence"`
-	EventType    string          `bun:"event_type"`
-	Payload      json.RawMessage `bun:"payload"`
-	InstanceID   *string         `bun:"workflow_instance_id"`
-	RunID        *string         `bun:"workflow_run_id"`
-}
-
 type runRow struct {
 	ID             string    `bun:"id"`
 	ScheduleULID   string    `bun:"workflow_schedule_id"`
@@ -65,7 +56,8 @@ type runRow struct {
 	CreatedAt      time.Time `bun:"created_at"`
 }
 
-// verifyExactlyOnce checks, from the database alone, that every schedule
+// verifyExactlyOnce checks, from the database alone (the audit streams
+// read through the service, as the API serves them), that every schedule
 // whose ID starts with prefix fired each of its occurrences at most once
 // and lost none beyond the missed-fire policy (CONTRACT §4: a late fire is
 // followed by Next(now); the occurrences it passed are dropped):
@@ -94,21 +86,29 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 	for _, s := range schedules {
 		ulids = append(ulids, s.ID)
 	}
-	var events []auditRow
-	if err := db.NewSelect().Table("workflow_schedule_history_events").
-		Column("workflow_schedule_id", "sequence", "event_type", "payload", "workflow_instance_id", "workflow_run_id").
-		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Order("workflow_schedule_id", "sequence").Scan(ctx, &events); err != nil {
-		t.Fatalf("load audit events: %v", err)
+	// The audit streams as their readers see them: a ScheduleTriggered's
+	// payload is served from its columns (scheduling/audit.go), so it is
+	// read through the service, page by page.
+	svc := scheduling.New(scheduling.Config{DB: db})
+	eventsOf := map[string][]models.ScheduleEvent{}
+	for _, s := range schedules {
+		for after := int64(0); ; {
+			page, err := svc.History(ctx, s.Namespace, s.ScheduleID, scheduling.HistoryQuery{AfterSequence: after, Limit: scheduling.MaxHistoryLimit})
+			if err != nil {
+				t.Fatalf("load audit events of %s: %v", s.ScheduleID, err)
+			}
+			eventsOf[s.ID] = append(eventsOf[s.ID], page.Events...)
+			if page.NextCursor == nil {
+				break
+			}
+			after = *page.NextCursor
+		}
 	}
 	var runs []runRow
 	if err := db.NewSelect().Table("workflow_runs").
 		Column("id", "workflow_schedule_id", "instance_id", "trigger_number", "trigger", "occurrence_time", "created_at").
 		Where("workflow_schedule_id IN (?)", bun.In(ulids)).Order("workflow_schedule_id", "occurrence_time").Scan(ctx, &runs); err != nil {
 		t.Fatalf("load runs: %v", err)
-	}
-	eventsOf := map[string][]auditRow{}
-	for _, e := range events {
-		eventsOf[e.ScheduleULID] = append(eventsOf[e.ScheduleULID], e)
 	}
 	runsOf := map[string][]runRow{}
 	for _, r := range runs {
@@ -128,8 +128,8 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 		if int64(len(evs)) != s.LastSequence {
 			fail("%d audit events but last_sequence %d", len(evs), s.LastSequence)
 		}
-		triggered := map[string]auditRow{} // by occurrence_time
-		var created *auditRow
+		triggered := map[string]models.ScheduleEvent{} // by occurrence_time
+		var created *models.ScheduleEvent
 		counted := 0 // occurrences the scheduler said it dropped (missed_occurrences skips)
 		for i, e := range evs {
 			if e.Sequence != int64(i+1) {
@@ -146,6 +146,9 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 				created = &evs[i]
 			case "ScheduleTriggered":
 				occ, _ := p["occurrence_time"].(string)
+				if run, _ := p["workflow_run_id"].(string); e.WorkflowRunID == nil || run != *e.WorkflowRunID {
+					fail("event %d names run %q in its payload, %v in its column", e.Sequence, run, e.WorkflowRunID)
+				}
 				if prev, dup := triggered[occ]; dup {
 					fail("occurrence %s fired twice: audit events %d and %d", occ, prev.Sequence, e.Sequence)
 				}
@@ -212,7 +215,7 @@ func verifyExactlyOnce(t testing.TB, db *bun.DB, prefix string) fireStats {
 			if r.Trigger != "scheduled" {
 				fail("run %s trigger %q, want scheduled", r.ID, r.Trigger)
 			}
-			if e, ok := triggered[scheduling.FormatTime(occ)]; !ok || e.RunID == nil || *e.RunID != r.ID {
+			if e, ok := triggered[scheduling.FormatTime(occ)]; !ok || e.WorkflowRunID == nil || *e.WorkflowRunID != r.ID {
 				fail("run %s for %s has no matching ScheduleTriggered event", r.ID, scheduling.FormatTime(occ))
 			}
 			switch {

@@ -88,18 +88,12 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, in
 	if !r.cc.empty() {
 		p.setContext(r.cc)
 	}
-	eventType := p.EventType()
-	body, err := json.Marshal(storedForm(p))
-	if err != nil {
-		return fmt.Errorf("encode %s payload: %w", eventType, err)
-	}
 	s.LastSequence++
 	ev := &models.ScheduleEvent{
 		ID:                 r.ids.newAt(r.now),
 		WorkflowScheduleID: s.ID,
 		Sequence:           s.LastSequence,
-		EventType:          eventType,
-		Payload:            body,
+		EventType:          p.EventType(),
 		RecordedAt:         r.now,
 	}
 	if instanceID != "" {
@@ -108,27 +102,109 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, in
 	if runID != "" {
 		ev.WorkflowRunID = &runID
 	}
+	if err := storedForm(ev, p); err != nil {
+		return fmt.Errorf("encode %s payload: %w", ev.EventType, err)
+	}
 	return r.w.insertScheduleEvent(ctx, ev)
 }
 
-// storedForm is what record writes for p. A ScheduleTriggered — one per
-// fire, most of the audit stream — leaves out the keys that repeat the
-// event's own columns (models.PayloadFromColumns: its instance and run), and
-// reading puts them back, so readers see CONTRACT §6's keys either way.
-func storedForm(p Payload) any {
+// schedulerContext is the command context of what the scheduler does on
+// its own: every regular fire carries it.
+func schedulerContext() *CommandContext { return &CommandContext{Source: "scheduler"} }
+
+// storedForm puts p into ev the way the audit stream keeps it, and
+// servedPayload is its inverse: readers see CONTRACT §6's keys whatever
+// the form. An event stores its payload whole, except a ScheduleTriggered
+// — one per fire, most of the stream, kept for the schedule's lifetime —
+// whose facts are the event's columns (instance and run since migration
+// 0009; trigger number, occurrence, outcome and policy since 0012). Its
+// payload keeps only the command context (triggeredStored), and not even
+// that when it is the scheduler's own: a regular fire stores {}.
+func storedForm(ev *models.ScheduleEvent, p Payload) error {
 	t, ok := p.(*TriggeredPayload)
 	if !ok {
-		return p
+		body, err := json.Marshal(p)
+		ev.Payload = body
+		return err
 	}
-	return &triggeredStored{Outcome: t.Outcome, EffectiveOverlapPolicy: t.EffectiveOverlapPolicy,
-		TriggerNumber: t.TriggerNumber, OccurrenceTime: t.OccurrenceTime, Recorded: t.Recorded}
+	// To the microsecond, as the payload's FormatTime and PostgreSQL keep it.
+	occurrence := utcMicro(t.OccurrenceTime.Time())
+	ev.WorkflowInstanceID, ev.WorkflowRunID = &t.WorkflowInstanceID, &t.WorkflowRunID
+	ev.TriggerNumber, ev.OccurrenceTime = &t.TriggerNumber, &occurrence
+	ev.TriggerOutcome, ev.EffectiveOverlapPolicy = &t.Outcome, &t.EffectiveOverlapPolicy
+	var stored triggeredStored
+	switch cc := t.CommandContext; {
+	case cc == nil:
+		stored.CommandContext = json.RawMessage("null")
+	case *cc != *schedulerContext():
+		body, err := json.Marshal(cc)
+		if err != nil {
+			return err
+		}
+		stored.CommandContext = body
+	}
+	body, err := json.Marshal(&stored)
+	ev.Payload = body
+	return err
 }
 
-// triggeredStored is TriggeredPayload without its column keys.
+// triggeredStored is the payload a ScheduleTriggered stores since
+// migration 0012.
 type triggeredStored struct {
-	Outcome                string  `json:"outcome"`
-	EffectiveOverlapPolicy string  `json:"effective_overlap_policy"`
-	TriggerNumber          int64   `json:"trigger_number"`
-	OccurrenceTime         Instant `json:"occurrence_time"`
-	Recorded
+	// CommandContext is absent for the scheduler's own context and null
+	// for an event recorded without one.
+	CommandContext json.RawMessage `json:"command_context,omitempty"`
+}
+
+// servedPayload is the payload readers are served for a stored event (see
+// storedForm).
+func servedPayload(ev *models.ScheduleEvent) (json.RawMessage, error) {
+	if ev.EventType != EventScheduleTriggered {
+		return ev.Payload, nil
+	}
+	if ev.TriggerOutcome == nil {
+		return withColumnKeys(ev)
+	}
+	var stored triggeredStored
+	if err := json.Unmarshal(ev.Payload, &stored); err != nil {
+		return nil, fmt.Errorf("decode stored %s payload: %w", ev.EventType, err)
+	}
+	p := &TriggeredPayload{
+		WorkflowInstanceID: deref(ev.WorkflowInstanceID), WorkflowRunID: deref(ev.WorkflowRunID),
+		Outcome: *ev.TriggerOutcome, EffectiveOverlapPolicy: deref(ev.EffectiveOverlapPolicy),
+		TriggerNumber: ptrOr(ev.TriggerNumber, 0), OccurrenceTime: Instant(ptrOr(ev.OccurrenceTime, time.Time{})),
+	}
+	switch string(stored.CommandContext) {
+	case "":
+		p.CommandContext = schedulerContext()
+	case "null":
+	default:
+		p.CommandContext = new(CommandContext)
+		if err := json.Unmarshal(stored.CommandContext, p.CommandContext); err != nil {
+			return nil, fmt.Errorf("decode stored %s command context: %w", ev.EventType, err)
+		}
+	}
+	return json.Marshal(p)
+}
+
+// withColumnKeys serves a ScheduleTriggered stored before migration 0012:
+// its payload holds every key but, since 0009, the instance and run, which
+// are set from the columns (events stored before 0009 hold them in both,
+// with the same values).
+func withColumnKeys(ev *models.ScheduleEvent) (json.RawMessage, error) {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(ev.Payload, &keys); err != nil {
+		return nil, fmt.Errorf("decode stored %s payload: %w", ev.EventType, err)
+	}
+	if keys == nil {
+		keys = map[string]json.RawMessage{}
+	}
+	for key, column := range map[string]*string{"workflow_instance_id": ev.WorkflowInstanceID, "workflow_run_id": ev.WorkflowRunID} {
+		v, err := json.Marshal(column)
+		if err != nil {
+			return nil, err
+		}
+		keys[key] = v
+	}
+	return json.Marshal(keys)
 }

@@ -99,7 +99,7 @@ func (s *Service) PauseFailing(ctx context.Context, limit int) ([]string, error)
 			return err
 		}
 		now := s.now()
-		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: schedulerContext()}
 		for i := range claimed {
 			sch := &claimed[i]
 			h := health[sch.ID]

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/tidelinehq/tideline/models"
@@ -39,6 +40,8 @@ type HistoryQuery struct {
 type HistoryPage struct {
 	ScheduleID string
 	Namespace  string
+	// Events carry their served payloads (CONTRACT §6's keys), whatever
+	// form they were stored in.
 	Events     []models.ScheduleEvent
 	NextCursor *int64 // the last returned sequence when HasMore
 	HasMore    bool
@@ -94,6 +97,11 @@ func (s *Service) History(ctx context.Context, namespace, scheduleID string, q H
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range events {
+		if events[i].Payload, err = servedPayload(&events[i]); err != nil {
+			return nil, fmt.Errorf("read event %d of %s: %w", events[i].Sequence, sch.ScheduleID, err)
+		}
 	}
 	page := &HistoryPage{ScheduleID: sch.ScheduleID, Namespace: sch.Namespace, Events: events, HasMore: more, Total: sch.LastSequence}
 	if q.EventType != "" {

@@ -107,7 +107,7 @@ func (s *Service) fastBatch(ctx context.Context, tx bun.Tx, p phase, now time.Ti
 		return nil, err
 	}
 	w := deferredWriter(tx)
-	rec := &recorder{w: w, ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+	rec := &recorder{w: w, ids: s.ids, now: now, cc: schedulerContext()}
 	rows := make([]TickRow, 0, len(claimed))
 	for i := range claimed {
 		row, err := p.process(ctx, tx, rec, &claimed[i])
@@ -129,7 +129,7 @@ func (s *Service) carefulBatch(ctx context.Context, tx bun.Tx, p phase, now time
 	if err != nil || len(claimed) == 0 {
 		return nil, err
 	}
-	rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: &CommandContext{Source: "scheduler"}}
+	rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: schedulerContext()}
 	var rows []TickRow
 	for i := range claimed {
 		original := cloneClaimed(claimed[i])

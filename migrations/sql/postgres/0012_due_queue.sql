@@ -101,3 +101,23 @@ INSERT INTO workflow_schedule_recent_actions (schedule_ulid, slot, n, outcome, i
     WHERE jsonb_array_length(s.recent_actions) - a.k < 10;
 UPDATE workflow_schedules SET actions_count = jsonb_array_length(recent_actions) WHERE recent_actions <> '[]'::jsonb;
 ALTER TABLE workflow_schedules DROP COLUMN recent_actions;
+
+-- A fire's audit event, ScheduleTriggered, in typed columns (issue 22,
+-- "table bytes per fire"). Its jsonb payload was 203 of the row's ~390
+-- bytes, kept for the schedule's lifetime. Its facts now live in these
+-- columns, and the payload keeps only what is not one: the command context,
+-- and not even that when it is the scheduler's own, so a regular fire
+-- stores '{}' (~235 bytes a row, BenchmarkFireThroughput). Readers see the
+-- payload as before: scheduling/audit.go (storedForm, servedPayload) is
+-- the one place that knows the stored form. The columns are null on other
+-- event types and on every ScheduleTriggered stored before this migration,
+-- whose payload still holds every key; no existing row is rewritten. (A
+-- new row of another type with a null column pays 8 bytes more: its null
+-- bitmap no longer fits the tuple header's padding.)
+--
+-- Fixed-width columns first: after recorded_at (8-aligned) they need no
+-- padding, and the two short texts after them none either.
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_number bigint;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN occurrence_time timestamptz;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_outcome text;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN effective_overlap_policy text;

@@ -65,3 +65,13 @@ INSERT INTO workflow_schedule_recent_actions (schedule_ulid, slot, n, outcome, i
     WHERE json_array_length(s.recent_actions) - 1 - a.key < 10;
 UPDATE workflow_schedules SET actions_count = json_array_length(recent_actions) WHERE recent_actions <> '[]';
 ALTER TABLE workflow_schedules DROP COLUMN recent_actions;
+
+-- A fire's audit event, ScheduleTriggered, in typed columns (issue 22; the
+-- PostgreSQL migration says why): its facts in these columns, the payload
+-- keeping only what is not one. scheduling/audit.go (storedForm and
+-- servedPayload) serves the payload as before. Null on other event types
+-- and on every ScheduleTriggered stored before this migration.
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_number integer;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN occurrence_time text;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN trigger_outcome text;
+ALTER TABLE workflow_schedule_history_events ADD COLUMN effective_overlap_policy text;
