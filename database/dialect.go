@@ -63,15 +63,6 @@ type Dialect interface {
 	// SingleWriter reports whether the database has one connection and one
 	// writer (SQLite): no pool to size, writers wait on a file lock.
 	SingleWriter() bool
-	// JoinEachRow is a join clause that looks table (as alias) up for each
-	// row of the query so far, filtered by on (which refers to alias and
-	// to the rows before it), and never by a plan the statistics chose: on
-	// PostgreSQL a LATERAL subquery behind OFFSET 0, which the planner may
-	// not flatten, so a lock on alias is taken row by row inside it (a
-	// skipped row drops out before any LIMIT counts it). A table never
-	// analyzed made PostgreSQL hash-join every due schedule and sort them,
-	// 37 ms a claim instead of 2. SQLite always joins by nested loop.
-	JoinEachRow(table, alias, on string) string
 	// CanFireAhead reports whether fires for a coming instant may be
 	// written ahead in an open transaction while other transactions go on
 	// (scheduling/prepare.go). SQLite's one writer would block everything
@@ -116,10 +107,7 @@ func (postgres) MigrationTx(ctx context.Context, db *bun.DB, key int64, fn func(
 		return fn(ctx, tx)
 	})
 }
-func (postgres) TypedArrays() bool { return true }
-func (postgres) JoinEachRow(table, alias, on string) string {
-	return "CROSS JOIN LATERAL (SELECT * FROM " + table + " AS " + alias + " WHERE " + on + " OFFSET 0) AS " + alias
-}
+func (postgres) TypedArrays() bool                       { return true }
 func (postgres) Optimize(context.Context, bun.IDB) error { return nil }
 func (postgres) Vacuum(ctx context.Context, db bun.IDB, table string) error {
 	if _, err := db.ExecContext(ctx, "VACUUM (SKIP_LOCKED) ?", bun.Ident(table)); err != nil {
@@ -147,9 +135,6 @@ func (sqlite) JSONTextParam(column string) string {
 	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
 func (sqlite) TypedArrays() bool { return false }
-func (sqlite) JoinEachRow(table, alias, on string) string {
-	return "JOIN " + table + " AS " + alias + " ON " + on
-}
 
 // Optimize runs PRAGMA optimize, which analyzes only the tables never
 // analyzed or whose size changed a lot since, each within analysis_limit

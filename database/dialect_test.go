@@ -74,39 +74,6 @@ func TestDialectConformance(t *testing.T) {
 			require.NoError(t, db.NewSelect().Table("dup").Column("id").Where("id LIKE 'm%'").Scan(ctx, &ids))
 			require.Equal(t, []string{"m1"}, ids)
 		})
-		t.Run("JoinEachRow", func(t *testing.T) {
-			// Each queue row finds its item through on; with a lock that
-			// skips, an item another transaction holds drops out before
-			// the LIMIT counts it.
-			for _, stmt := range []string{
-				"CREATE TABLE queue (k integer PRIMARY KEY, ref text NOT NULL)",
-				"CREATE TABLE item (id text PRIMARY KEY, live integer NOT NULL)",
-				"INSERT INTO queue (k, ref) VALUES (1, 'p1'), (2, 'p2'), (3, 'p3'), (4, 'p4')",
-				"INSERT INTO item (id, live) VALUES ('p1', 1), ('p2', 0), ('p3', 1), ('p4', 1)",
-			} {
-				_, err := db.ExecContext(ctx, stmt)
-				require.NoError(t, err)
-			}
-			claim := func(ctx context.Context, tx bun.IDB, limit int64) []string {
-				var ids []string
-				q := tx.NewSelect().TableExpr("queue AS q").ColumnExpr("i.id").
-					Join(d.JoinEachRow("item", "i", "i.id = q.ref AND i.live = 1")).
-					OrderExpr("q.k ASC").Limit(limit)
-				require.NoError(t, database.Lock(q, "UPDATE OF i SKIP LOCKED").Scan(ctx, &ids))
-				return ids
-			}
-			require.Equal(t, []string{"p1", "p3", "p4"}, claim(ctx, db, 10), "on filters each row")
-			require.Equal(t, []string{"p1", "p3"}, claim(ctx, db, 2), "in the queue's order")
-			if d.SingleWriter() {
-				return // no second transaction can hold a row
-			}
-			held, err := db.BeginTx(ctx, nil)
-			require.NoError(t, err)
-			defer func() { _ = held.Rollback() }()
-			_, err = held.ExecContext(ctx, "SELECT id FROM item WHERE id = 'p1' FOR UPDATE")
-			require.NoError(t, err)
-			require.Equal(t, []string{"p3", "p4"}, claim(ctx, db, 2), "a held row is skipped, not counted")
-		})
 		t.Run("Vacuum", func(t *testing.T) {
 			_, err := db.ExecContext(ctx, "CREATE TABLE churn (id integer PRIMARY KEY, n integer)")
 			require.NoError(t, err)

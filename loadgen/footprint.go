@@ -92,3 +92,26 @@ func MeasureAfter(ctx context.Context, db bun.IDB, before Footprint) (Footprint,
 		}
 	}
 }
+
+// settleFor is how long MeasureSettled waits: PostgreSQL has every backend
+// report its row counts when it goes idle, at the latest ten seconds after
+// its last transaction.
+const settleFor = 10*time.Second + 500*time.Millisecond
+
+// MeasureSettled is Measure once the row statistics of every connection
+// that wrote a moment ago have arrived; counts arriving during a run would
+// be charged to its fires.
+func MeasureSettled(ctx context.Context, db bun.IDB) (Footprint, error) {
+	if !sleepUntil(ctx, time.Now().Add(settle(db))) {
+		return Footprint{}, ctx.Err()
+	}
+	return Measure(ctx, db)
+}
+
+// settle is how long MeasureSettled waits on db: SQLite counts nothing.
+func settle(db bun.IDB) time.Duration {
+	if database.Of(db).Name() == database.PostgreSQL {
+		return settleFor
+	}
+	return 0
+}

@@ -91,13 +91,16 @@ func (r Run) Execute(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	say("seeded %d schedules in %s", r.Schedules, time.Since(started).Round(time.Millisecond))
-	before, err := Measure(ctx, r.DB)
-	if err != nil {
-		return rep, err
-	}
-	first := time.Now().UTC().Add(r.Lead + time.Second).Truncate(time.Second)
+	first := time.Now().UTC().Add(r.Lead + settle(r.DB) + time.Second).Truncate(time.Second)
 	spec := EverySpec(first, r.Every)
 	if err := Arm(ctx, r.DB, r.Prefix, spec, first); err != nil {
+		return rep, err
+	}
+	// The footprint the fires grow from: after arming, which is setup (it
+	// rewrites every seeded schedule once), and once the statistics of the
+	// seeding connections have arrived, before the loop starts.
+	before, err := MeasureSettled(ctx, r.DB)
+	if err != nil {
 		return rep, err
 	}
 	instants := make([]time.Time, r.Instants)

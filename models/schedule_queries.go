@@ -113,23 +113,6 @@ func (c *ClaimedSchedule) latestRunActive() bool {
 	return c.LatestRunStatus != nil && slices.Contains(ActiveRunStatuses, *c.LatestRunStatus)
 }
 
-// fromDue makes the due queue (workflow_schedule_due, migration 0012) the
-// start of a schedule query: the queue holds the claim order of every
-// schedule that can fire, and each of its rows looks its schedule up by
-// primary key (JoinEachRow). The schedule's own status and next_fire_at
-// are tested too: on PostgreSQL a locking read re-checks them on the row it
-// locked, which a concurrent fire may have moved on. Every other condition
-// on the schedule goes in also (with its args), inside the lookup: one
-// tested after it would leave a row locked that the query does not return.
-func fromDue(q *bun.SelectQuery, also string, args ...any) *bun.SelectQuery {
-	on := "s.id = d.schedule_ulid AND s.next_fire_at = d.next_fire_at AND s.status = '" + StatusActive + "'"
-	if also != "" {
-		on += " AND " + also
-	}
-	return q.ModelTableExpr("workflow_schedule_due AS d").ColumnExpr("s.*").
-		Join(database.Of(q.DB()).JoinEachRow("workflow_schedules", "s", on), args...)
-}
-
 // VacuumDueQueue reclaims the due queue's dead row versions (one per fire:
 // its key is the next fire time, so no update of it can stay on its page
 // the way the schedule row's does). Not inside a transaction.
@@ -137,17 +120,71 @@ func VacuumDueQueue(ctx context.Context, db bun.IDB) error {
 	return database.Of(db).Vacuum(ctx, db, "workflow_schedule_due")
 }
 
+// dueKey is a row of the due queue (workflow_schedule_due, migration
+// 0012): the claim order of the schedules that can fire.
+type dueKey struct {
+	NextFireAt   time.Time `bun:"next_fire_at"`
+	ScheduleULID string    `bun:"schedule_ulid"`
+}
+
+// claimFromDue locks up to limit schedules in the due queue's order: it
+// reads a page of the queue's keys (no lock; where restricts them, after
+// is the keyset cursor), then locks those schedules that still qualify —
+// status active and also (with its args), which must test next_fire_at as
+// the queue page did — with
+// FOR UPDATE SKIP LOCKED, and pages on until it holds limit or the queue
+// runs out. Two statements instead of a join, so that no plan can take
+// more locks than limit: a join planned on a table never analyzed once
+// sorted all 100,000 schedules of an instant under a row lock each,
+// locking the whole instant in one claim. Rows another transaction holds
+// are skipped and the next page goes on past them, so replicas claim
+// disjoint sets.
+func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(*bun.SelectQuery) *bun.SelectQuery,
+	also string, args ...any) ([]ClaimedSchedule, error) {
+	var out []ClaimedSchedule
+	var after *dueKey
+	for len(out) < limit {
+		var keys []dueKey
+		q := where(tx.NewSelect().TableExpr("workflow_schedule_due AS d").Column("d.next_fire_at", "d.schedule_ulid"))
+		if after != nil {
+			q = q.Where("(d.next_fire_at > ? OR (d.next_fire_at = ? AND d.schedule_ulid > ?))", after.NextFireAt, after.NextFireAt, after.ScheduleULID)
+		}
+		if err := q.OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").Limit(int64(limit)).Scan(ctx, &keys); err != nil {
+			return nil, fmt.Errorf("read the due queue: %w", err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		ids := make([]string, len(keys))
+		for i, k := range keys {
+			ids[i] = k.ScheduleULID
+		}
+		var page []ClaimedSchedule
+		lock := tx.NewSelect().Model(&page).Where("s.id IN (?) AND s.status = ?", bun.In(ids), StatusActive)
+		if also != "" {
+			lock = lock.Where(also, args...)
+		}
+		lock = lock.OrderExpr("s.next_fire_at ASC, s.id ASC").Limit(int64(limit - len(out)))
+		if err := database.Lock(lock, "UPDATE OF s SKIP LOCKED").Scan(ctx); err != nil {
+			return nil, fmt.Errorf("lock due schedules: %w", err)
+		}
+		out = append(out, page...)
+		if len(keys) < limit {
+			break
+		}
+		after = &keys[len(keys)-1]
+	}
+	return out, nil
+}
+
 // ClaimDue locks up to limit active schedules whose next fire is due, oldest
 // first. On PostgreSQL rows locked by another replica are skipped, so every
 // replica claims a disjoint set; the due queue's key serves it.
 func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]ClaimedSchedule, error) {
-	var out []ClaimedSchedule
-	q := fromDue(tx.NewSelect().Model(&out), "").
-		Where("d.next_fire_at <= ?", now).
-		OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").
-		Limit(int64(limit))
-	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
-	if err := q.Scan(ctx); err != nil {
+	out, err := claimFromDue(ctx, tx, limit, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("d.next_fire_at <= ?", now)
+	}, "s.next_fire_at <= ?", now)
+	if err != nil {
 		return nil, fmt.Errorf("claim due schedules: %w", err)
 	}
 	return out, readLatestRunStatus(ctx, tx, out)
@@ -160,29 +197,24 @@ func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Clai
 // and only a fire of the locked schedule can replace it). PostgreSQL only:
 // the rows stay locked until the caller's transaction ends.
 func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limit int, startAnyway []string) ([]ClaimedSchedule, error) {
-	var out []ClaimedSchedule
 	// The latest run is looked up by a correlated subquery on its primary
 	// key, not a join: right after an instant has added 100,000 runs, the
 	// planner's statistics still see a small runs table, and a join planned
 	// on them scanned every run for each schedule (a claim ran for minutes).
 	// Under the OR the subquery stays a per-row primary-key probe, made only
 	// for schedules whose policy does not start anyway.
-	err := fromDue(tx.NewSelect().Model(&out),
-		"s.buffer_depth = 0 AND (s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
-		bun.In(startAnyway), bun.In(ActiveRunStatuses)).
-		Where("d.next_fire_at = ? AND d.schedule_ulid > ?", at, afterID).
-		OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").
-		Limit(int64(limit)).
-		For("UPDATE OF s SKIP LOCKED").
-		Scan(ctx)
+	out, err := claimFromDue(ctx, tx, limit, func(q *bun.SelectQuery) *bun.SelectQuery {
+		return q.Where("d.next_fire_at = ? AND d.schedule_ulid > ?", at, afterID)
+	}, "s.next_fire_at = ? AND s.buffer_depth = 0 AND (s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
+		at, bun.In(startAnyway), bun.In(ActiveRunStatuses))
 	if err != nil {
 		return nil, fmt.Errorf("claim schedules due at %s: %w", at.UTC().Format(time.RFC3339Nano), err)
 	}
 	if err := readLatestRunStatus(ctx, tx, out); err != nil {
 		return nil, err
 	}
-	// The join above may have judged a row from before its lock was taken
-	// (see readLatestRunStatus); a row that no longer qualifies stays
+	// The lock query above may have judged a row from before its lock was
+	// taken (see readLatestRunStatus); a row that no longer qualifies stays
 	// locked, unprocessed, and fires through the regular tick.
 	return slices.DeleteFunc(out, func(c ClaimedSchedule) bool {
 		return c.BufferDepth > 0 || (!slices.Contains(startAnyway, c.OverlapPolicy) && c.latestRunActive())

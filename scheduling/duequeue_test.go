@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,4 +88,39 @@ func TestDueQueueFollowsEveryWrite(t *testing.T) {
 		require.NoError(t, err)
 		requireDueQueueMatches(t, f, "row deleted")
 	})
+}
+
+// A claim locks no more schedules than its limit, in the due queue's order,
+// and one replica's claim goes on past the rows another holds: three
+// claims of ten over thirty due schedules take three disjoint tens.
+func TestClaimDueLocksItsLimitPastHeldRows(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, dbtest.Postgres(t))
+	for i := range 30 {
+		f.create(cronInput(fmt.Sprintf("s%02d", i), "0 * * * *"))
+	}
+	now := t0.Add(2 * time.Hour)
+	var held [][]string
+	for range 3 {
+		tx, err := f.db.BeginTx(f.ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback() }()
+		claimed, err := models.ClaimDue(f.ctx, tx, now, 10)
+		require.NoError(t, err)
+		ids := make([]string, len(claimed))
+		for i, c := range claimed {
+			ids[i] = c.ScheduleID
+		}
+		held = append(held, ids)
+	}
+	want := func(from int) []string {
+		var out []string
+		for i := from; i < from+10; i++ {
+			out = append(out, fmt.Sprintf("s%02d", i))
+		}
+		return out
+	}
+	// All due at 13:00, so the queue orders them by their ULIDs, which
+	// follow their creation.
+	require.Equal(t, [][]string{want(0), want(10), want(20)}, held)
 }
