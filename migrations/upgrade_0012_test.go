@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/models"
@@ -32,17 +30,8 @@ func TestUpgradeTo0012ServesTriggeredEventsAsBefore(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := "sqlite:" + filepath.Join(t.TempDir(), "upgrade.db")
-			if dialect == "postgres" {
-				url = dbtest.PostgresURL(t)
-			}
-			db, err := database.Open(ctx, url)
-			require.NoError(t, err)
-			dbtest.LimitPool(db)
-			t.Cleanup(func() { _ = db.Close() })
-			applied, err := migrations.ApplyUpTo(ctx, db, 11)
-			require.NoError(t, err)
-			require.Len(t, applied, 11)
+			db := migratedUpTo(t, dialect, 11)
+			var err error
 
 			t0 := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
 			clock := schedtest.NewClock(t0)
@@ -77,7 +66,7 @@ func TestUpgradeTo0012ServesTriggeredEventsAsBefore(t *testing.T) {
 				Set("next_fire_at = ?, next_nominal_at = ?", next, next).Where("id = ?", sch.ID).Exec(ctx)
 			require.NoError(t, err)
 
-			applied, err = migrations.Apply(ctx, db)
+			applied, err := migrations.Apply(ctx, db)
 			require.NoError(t, err)
 			require.Equal(t, []string{"0012_due_queue.sql"}, applied)
 

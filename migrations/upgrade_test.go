@@ -59,6 +59,25 @@ type event0011 struct {
 	RecordedAt         time.Time       `bun:"recorded_at"`
 }
 
+// migratedUpTo is a new database of dialect with migrations 1…version
+// applied, as a deployment of that version left it.
+func migratedUpTo(t *testing.T, dialect string, version int) *bun.DB {
+	t.Helper()
+	ctx := context.Background()
+	url := "sqlite:" + filepath.Join(t.TempDir(), "upgrade.db")
+	if dialect == "postgres" {
+		url = dbtest.PostgresURL(t)
+	}
+	db, err := database.Open(ctx, url)
+	require.NoError(t, err)
+	dbtest.LimitPool(db)
+	t.Cleanup(func() { _ = db.Close() })
+	applied, err := migrations.ApplyUpTo(ctx, db, version)
+	require.NoError(t, err)
+	require.Len(t, applied, version)
+	return db
+}
+
 // hourly is the schedule the upgrade tests start from.
 var hourly = scheduling.CreateInput{
 	Namespace: "default", ScheduleID: "hourly",
@@ -103,17 +122,8 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := "sqlite:" + filepath.Join(t.TempDir(), "upgrade.db")
-			if dialect == "postgres" {
-				url = dbtest.PostgresURL(t)
-			}
-			db, err := database.Open(ctx, url)
-			require.NoError(t, err)
-			dbtest.LimitPool(db)
-			t.Cleanup(func() { _ = db.Close() })
-			applied, err := migrations.ApplyUpTo(ctx, db, 8)
-			require.NoError(t, err)
-			require.Len(t, applied, 8)
+			db := migratedUpTo(t, dialect, 8)
+			var err error
 
 			t0 := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
 			clock := schedtest.NewClock(t0)
@@ -176,7 +186,7 @@ func TestUpgradeFrom0008KeepsRunsAndEventsReadable(t *testing.T) {
 				Set("next_fire_at = ?, next_nominal_at = ?", next, next).Where("id = ?", sch.ID).Exec(ctx)
 			require.NoError(t, err)
 
-			applied, err = migrations.Apply(ctx, db)
+			applied, err := migrations.Apply(ctx, db)
 			require.NoError(t, err)
 			require.NotEmpty(t, applied)
 			require.Equal(t, "0009_light_fire.sql", applied[0], "the upgrade starts at 0009 (later migrations follow)")

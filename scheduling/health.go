@@ -15,11 +15,7 @@ import (
 // the health (with the recent runs) and the recent actions, one statement
 // each for any number of schedules.
 func (s *Service) attachRead(ctx context.Context, schedules ...*models.Schedule) error {
-	ids := make([]string, len(schedules))
-	for i, sch := range schedules {
-		ids[i] = sch.ID
-	}
-	health, err := models.GetHealth(ctx, s.db, ids)
+	health, err := models.GetHealth(ctx, s.db, ulidsOf(schedules))
 	if err != nil {
 		return err
 	}
@@ -39,11 +35,7 @@ func (s *Service) attachRead(ctx context.Context, schedules ...*models.Schedule)
 // attachRecentActions fills in the schedules' recent actions from their
 // rings, newest first (an empty list for none).
 func (s *Service) attachRecentActions(ctx context.Context, schedules ...*models.Schedule) error {
-	ids := make([]string, len(schedules))
-	for i, sch := range schedules {
-		ids[i] = sch.ID
-	}
-	recent, err := models.RecentActionsOf(ctx, s.db, ids)
+	recent, err := models.RecentActionsOf(ctx, s.db, ulidsOf(schedules))
 	if err != nil {
 		return err
 	}
@@ -54,6 +46,15 @@ func (s *Service) attachRecentActions(ctx context.Context, schedules ...*models.
 		}
 	}
 	return nil
+}
+
+// ulidsOf lists the schedules' internal IDs.
+func ulidsOf(schedules []*models.Schedule) []string {
+	ids := make([]string, len(schedules))
+	for i, sch := range schedules {
+		ids[i] = sch.ID
+	}
+	return ids
 }
 
 // FoldHealth moves the run ends recorded since the last pass into their
