@@ -18,9 +18,13 @@ import (
 	_ "time/tzdata"
 
 	"github.com/tidelinehq/tideline/cli"
+	"github.com/tidelinehq/tideline/runner"
 )
 
 func main() {
+	// A `tideline worker` starts this binary as the leader of each command's
+	// process group; that invocation runs the command and exits here.
+	runner.ShimMain()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
@@ -45,6 +49,9 @@ func exitCode(err error, stderr io.Writer) int {
 	if errors.As(err, &usage) {
 		fmt.Fprintf(stderr, "tideline: %v\n", err)
 		return 2
+	}
+	if errors.Is(err, cli.ErrDrift) {
+		return 2 // schedule diff: the plan is on stdout (for CI, like a failed check)
 	}
 	if errors.Is(err, cli.ErrSilentFailure) {
 		return 1

@@ -6,7 +6,6 @@ package apijson
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
@@ -98,28 +97,33 @@ type Schedule struct {
 	StartDeadlineSeconds *int64            `json:"start_deadline_seconds"`
 	LastRun              *LastRun          `json:"last_run"`
 	ConsecutiveFailures  int64             `json:"consecutive_failures"`
-	FailuresCount        int64             `json:"failures_count"`
-	StartFailuresCount   int64             `json:"start_failures_count"`
-	RecentRuns           []RecentRun       `json:"recent_runs"`
-	SkippedTriggerCount  int64             `json:"skipped_trigger_count"`
-	LastSkipReason       *string           `json:"last_skip_reason"`
-	LastSkippedAt        *Time             `json:"last_skipped_at"`
-	NextFireAt           *Time             `json:"next_fire_at"`
-	NextNominalAt        *Time             `json:"next_nominal_at"`
-	LastFiredAt          *Time             `json:"last_fired_at"`
-	LatestInstanceID     *string           `json:"latest_instance_id"`
-	LatestRunID          *string           `json:"latest_run_id"`
-	BufferedActions      []BufferedAction  `json:"buffered_actions"`
-	RecentActions        []RecentAction    `json:"recent_actions"`
-	PausedAt             *Time             `json:"paused_at"`
-	PauseReason          *string           `json:"pause_reason"`
-	PausedBy             *string           `json:"paused_by"`
-	PausedUntil          *Time             `json:"paused_until"`
-	DeletedAt            *Time             `json:"deleted_at"`
-	CreatedAt            Time              `json:"created_at"`
-	UpdatedAt            Time              `json:"updated_at"`
-	FutureFireTimes      []Time            `json:"future_fire_times,omitempty"`
-	SpecDescription      string            `json:"spec_description,omitempty"`
+	// Health is the schedule's health state (scheduling.HealthStateOf):
+	// failing, stuck, overdue, skipping, ok or no_runs.
+	Health              string      `json:"health,omitempty"`
+	FailuresCount       int64       `json:"failures_count"`
+	StartFailuresCount  int64       `json:"start_failures_count"`
+	RecentRuns          []RecentRun `json:"recent_runs"`
+	SkippedTriggerCount int64       `json:"skipped_trigger_count"`
+	LastSkipReason      *string     `json:"last_skip_reason"`
+	LastSkippedAt       *Time       `json:"last_skipped_at"`
+	NextFireAt          *Time       `json:"next_fire_at"`
+	// Ended: active, but the spec has no occurrence left (CONTRACT §16).
+	Ended            bool             `json:"ended"`
+	NextNominalAt    *Time            `json:"next_nominal_at"`
+	LastFiredAt      *Time            `json:"last_fired_at"`
+	LatestInstanceID *string          `json:"latest_instance_id"`
+	LatestRunID      *string          `json:"latest_run_id"`
+	BufferedActions  []BufferedAction `json:"buffered_actions"`
+	RecentActions    []RecentAction   `json:"recent_actions"`
+	PausedAt         *Time            `json:"paused_at"`
+	PauseReason      *string          `json:"pause_reason"`
+	PausedBy         *string          `json:"paused_by"`
+	PausedUntil      *Time            `json:"paused_until"`
+	DeletedAt        *Time            `json:"deleted_at"`
+	CreatedAt        Time             `json:"created_at"`
+	UpdatedAt        Time             `json:"updated_at"`
+	FutureFireTimes  []Time           `json:"future_fire_times,omitempty"`
+	SpecDescription  string           `json:"spec_description,omitempty"`
 }
 
 // FromSchedule renders a schedule.
@@ -130,8 +134,8 @@ func FromSchedule(s *models.Schedule) Schedule {
 		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
 		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
 		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds, StartDeadlineSeconds: s.StartDeadlineSeconds, ConsecutiveFailures: s.Health.ConsecutiveFailures,
-		FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
-		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt),
+		Health: s.HealthState, FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
+		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt), Ended: s.Ended(),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
 		LatestRunID: s.LatestRunID, PausedAt: AtPtr(s.PausedAt), PauseReason: s.PauseReason, PausedBy: s.PausedBy,
 		PausedUntil: AtPtr(s.PausedUntil), DeletedAt: AtPtr(s.DeletedAt),
@@ -183,11 +187,26 @@ type History struct {
 	HasMore    bool    `json:"has_more"`
 	// Total counts the listing's events over all pages.
 	Total int64 `json:"total"`
+	// Compacted is the compacted range the page crosses (SPEC §19), null
+	// when it crosses none.
+	Compacted *Compacted `json:"compacted"`
+}
+
+// Compacted is the part of an audit stream that audit compaction removed:
+// its fire and skip events from from_sequence through to_sequence.
+type Compacted struct {
+	FromSequence int64 `json:"from_sequence"`
+	ToSequence   int64 `json:"to_sequence"`
+	Fires        int64 `json:"fires"`
+	Skips        int64 `json:"skips"`
 }
 
 // FromHistory renders one page of an audit stream.
 func FromHistory(p *scheduling.HistoryPage) History {
 	out := History{ScheduleID: p.ScheduleID, Namespace: p.Namespace, Events: make([]Event, 0, len(p.Events)), NextCursor: p.NextCursor, HasMore: p.HasMore, Total: p.Total}
+	if c := p.Compacted; c != nil {
+		out.Compacted = &Compacted{FromSequence: c.FromSequence, ToSequence: c.ToSequence, Fires: c.Fires, Skips: c.Skips}
+	}
 	for _, e := range p.Events {
 		out.Events = append(out.Events, FromEvent(e))
 	}
@@ -380,6 +399,8 @@ type Attempt struct {
 	Outcome    string `json:"outcome"`
 	ErrorType  string `json:"error_type,omitempty"`
 	Message    string `json:"message,omitempty"`
+	// HTTPStatus is an HTTP target's answer to the attempt, if any came.
+	HTTPStatus *int `json:"http_status,omitempty"`
 }
 
 // FromAttempts renders a run's attempts.
@@ -387,7 +408,7 @@ func FromAttempts(list []scheduling.Attempt) []Attempt {
 	out := make([]Attempt, 0, len(list))
 	for _, a := range list {
 		item := Attempt{Attempt: a.Number, WorkerID: a.WorkerID, StartedAt: At(a.StartedAt), EndedAt: AtPtr(a.EndedAt),
-			Outcome: a.Outcome, ErrorType: a.ErrorType, Message: a.Message}
+			Outcome: a.Outcome, ErrorType: a.ErrorType, Message: a.Message, HTTPStatus: a.HTTPStatus}
 		if a.EndedAt != nil {
 			ms := a.EndedAt.Sub(a.StartedAt).Milliseconds()
 			item.DurationMs = &ms
@@ -481,8 +502,9 @@ func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
 		StartDeadlineSeconds: c.StartDeadlineSeconds}
 }
 
-// NullableFields are the PATCH fields that an explicit null clears.
-var NullableFields = []string{"max_runs", "connection", "queue", "pause_after_failures", "catchup_window_seconds", "start_deadline_seconds"}
+// NullableFields are the PATCH fields that an explicit null clears (the
+// field table's, scheduling.Fields).
+var NullableFields = scheduling.NullableKeys()
 
 // SchedulePatch is the body of PATCH /schedules/{id}: nil fields are left
 // out (unchanged); Clear names nullable fields to send as null.
@@ -503,6 +525,10 @@ type SchedulePatch struct {
 	StartDeadlineSeconds *int64             `json:"start_deadline_seconds,omitempty"`
 	// Clear lists fields of NullableFields to set to null.
 	Clear []string `json:"-"`
+	// Set gives fields as JSON values by key, over the struct fields: a
+	// field of the table (scheduling.Fields) needs no struct field here to
+	// be sent (the CLI's --clear sends each field's empty value this way).
+	Set map[string]json.RawMessage `json:"-"`
 }
 
 // MarshalJSON adds the cleared fields as explicit nulls, which is what
@@ -510,12 +536,15 @@ type SchedulePatch struct {
 func (p SchedulePatch) MarshalJSON() ([]byte, error) {
 	type plain SchedulePatch
 	b, err := json.Marshal(plain(p))
-	if err != nil || len(p.Clear) == 0 {
+	if err != nil || len(p.Clear) == 0 && len(p.Set) == 0 {
 		return b, err
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
+	}
+	for k, v := range p.Set {
+		m[k] = v
 	}
 	for _, f := range p.Clear {
 		m[f] = json.RawMessage("null")
@@ -524,37 +553,26 @@ func (p SchedulePatch) MarshalJSON() ([]byte, error) {
 }
 
 // Input is the service's form of a patch: a nullable field is set when it
-// is given or named in Clear.
-func (p SchedulePatch) Input() scheduling.UpdateInput {
-	in := scheduling.UpdateInput{Spec: ptrModel(p.Spec, Spec.Model), Action: ptrModel(p.Action, Action.Model), OverlapPolicy: p.OverlapPolicy, JitterSeconds: p.JitterSeconds,
-		Labels: p.Labels, Memo: p.Memo, SearchAttributes: p.SearchAttributes, Note: p.Note}
-	cleared := func(f string) bool { return slices.Contains(p.Clear, f) }
-	if p.MaxRuns != nil || cleared("max_runs") {
-		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: p.MaxRuns}
+// is given or named in Clear. The patch is read as the PATCH body it is
+// sent as (scheduling.DecodePatch), so the API, the CLI's direct mode and
+// the console decode into one patch type by one decoder.
+func (p SchedulePatch) Input() (scheduling.UpdateInput, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return scheduling.UpdateInput{}, fmt.Errorf("encode patch: %w", err)
 	}
-	if p.Connection != nil || cleared("connection") {
-		in.Connection = scheduling.Nullable[string]{Set: true, Value: p.Connection}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return scheduling.UpdateInput{}, fmt.Errorf("decode patch: %w", err)
 	}
-	if p.Queue != nil || cleared("queue") {
-		in.Queue = scheduling.Nullable[string]{Set: true, Value: p.Queue}
-	}
-	if p.PauseAfterFailures != nil || cleared("pause_after_failures") {
-		in.PauseAfterFailures = scheduling.Nullable[int]{Set: true, Value: p.PauseAfterFailures}
-	}
-	if p.CatchupWindowSeconds != nil || cleared("catchup_window_seconds") {
-		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: p.CatchupWindowSeconds}
-	}
-	if p.StartDeadlineSeconds != nil || cleared("start_deadline_seconds") {
-		in.StartDeadlineSeconds = scheduling.Nullable[int64]{Set: true, Value: p.StartDeadlineSeconds}
-	}
-	return in
+	return scheduling.DecodePatch(raw)
 }
 
 // Empty reports whether the patch changes nothing.
 func (p SchedulePatch) Empty() bool {
 	return p.Spec == nil && p.Action == nil && p.OverlapPolicy == nil && p.JitterSeconds == nil && p.MaxRuns == nil &&
 		p.Connection == nil && p.Queue == nil && p.Labels == nil && p.Memo == nil && p.SearchAttributes == nil &&
-		p.Note == nil && p.PauseAfterFailures == nil && p.CatchupWindowSeconds == nil && p.StartDeadlineSeconds == nil && len(p.Clear) == 0
+		p.Note == nil && p.PauseAfterFailures == nil && p.CatchupWindowSeconds == nil && p.StartDeadlineSeconds == nil && len(p.Clear) == 0 && len(p.Set) == 0
 }
 
 // FieldChange is one field an update changes, in display spelling.
@@ -602,6 +620,10 @@ type BackfillRequest struct {
 	To            string `json:"to"`
 	OverlapPolicy string `json:"overlap_policy,omitempty"`
 	DryRun        bool   `json:"dry_run,omitempty"`
+	// The job's pacing (SPEC §18); ignored by a dry run.
+	MaxPerMinute      *int   `json:"max_per_minute,omitempty"`
+	MaxConcurrentRuns *int   `json:"max_concurrent_runs,omitempty"`
+	Reason            string `json:"reason,omitempty"`
 }
 
 // RunActionRequest is the body of POST /runs/{id}/cancel|terminate.
@@ -644,8 +666,8 @@ type RunDetail struct {
 // `apply --prune` deletes only schedules carrying it, and the console warns
 // before an edit of one (the next apply would undo it).
 const (
-	ManagedByLabel = "tideline.dev/managed-by"
-	ManagedByApply = "apply"
+	ManagedByLabel = scheduling.ManagedByLabel
+	ManagedByApply = scheduling.ManagedByApply
 )
 
 // Occurrence is one row of GET /schedules/{id}/occurrences (CONTRACT §12).

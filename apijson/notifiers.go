@@ -113,3 +113,38 @@ func FromDeliveryPage(p *scheduling.DeliveryPage, notifier string) DeliveryPage 
 	}
 	return out
 }
+
+// ObjectEvent is one change in an object's trail (GET
+// /notifiers/{name}/history; calendars' history has the same shape).
+type ObjectEvent struct {
+	ID         string          `json:"id"`
+	EventType  string          `json:"event_type"`
+	RecordedAt string          `json:"recorded_at"`
+	Actor      string          `json:"actor"`
+	Source     string          `json:"source"`
+	RequestID  string          `json:"request_id,omitempty"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// ObjectHistory is one page of an object's trail, oldest first.
+type ObjectHistory struct {
+	Namespace  string        `json:"namespace"`
+	Kind       string        `json:"kind"`
+	Name       string        `json:"name"`
+	Events     []ObjectEvent `json:"events"`
+	NextCursor *string       `json:"next_cursor"`
+	HasMore    bool          `json:"has_more"`
+}
+
+// FromObjectHistory renders a page of an object's trail.
+func FromObjectHistory(p *scheduling.ObjectHistoryPage) ObjectHistory {
+	out := ObjectHistory{Namespace: p.Namespace, Kind: p.Kind, Name: p.Name, Events: make([]ObjectEvent, len(p.Events)), HasMore: p.HasMore}
+	for i, e := range p.Events {
+		out.Events[i] = ObjectEvent{ID: e.ID, EventType: e.EventType, RecordedAt: scheduling.FormatTime(e.RecordedAt),
+			Actor: e.Actor, Source: e.Source, RequestID: e.RequestID, Payload: e.Payload}
+	}
+	if p.HasMore {
+		out.NextCursor = &p.NextCursor
+	}
+	return out
+}

@@ -16,6 +16,9 @@ type Spec struct {
 	CronExpressions []string   `json:"cron_expressions"`
 	Intervals       []Interval `json:"intervals"`
 	Timezone        string     `json:"timezone"`
+	StartAt         string     `json:"start_at,omitempty"`
+	EndAt           string     `json:"end_at,omitempty"`
+	At              []string   `json:"at,omitempty"`
 }
 
 // Interval is one fixed-length repetition: ISO-8601 durations.
@@ -32,6 +35,26 @@ type Action struct {
 	ExecutionTimeoutSeconds *int64          `json:"execution_timeout_seconds"`
 	RunTimeoutSeconds       *int64          `json:"run_timeout_seconds"`
 	RetryPolicy             *RetryPolicy    `json:"retry_policy"`
+	// Target chooses who executes the runs (CONTRACT §15); absent on input
+	// is a worker, and answers always name it.
+	Target *Target `json:"target,omitempty"`
+}
+
+// Target is who executes a run: "worker" (the worker protocol) or "http"
+// (the server calls url once per attempt).
+type Target struct {
+	Kind           string            `json:"kind"`
+	URL            string            `json:"url,omitempty"`
+	Method         string            `json:"method,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Auth           string            `json:"auth,omitempty"`
+	TimeoutSeconds *int              `json:"timeout_seconds,omitempty"`
+	// Secret is write-only: accepted, stored apart, never answered. Absent
+	// on an update keeps the stored one; "" removes it.
+	Secret *string `json:"secret,omitempty"`
+	// SecretSet answers whether a secret is stored; ignored on input, so
+	// that an exported schedule applies as it is.
+	SecretSet bool `json:"secret_set,omitempty"`
 }
 
 // RetryPolicy says how a failed attempt is retried (CONTRACT §10); absent
@@ -46,7 +69,7 @@ type RetryPolicy struct {
 
 // SpecOf is the wire form of a stored spec.
 func SpecOf(s models.Spec) Spec {
-	out := Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone}
+	out := Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt, At: s.At}
 	if s.Intervals != nil {
 		out.Intervals = make([]Interval, len(s.Intervals))
 		for i, iv := range s.Intervals {
@@ -58,7 +81,7 @@ func SpecOf(s models.Spec) Spec {
 
 // Model is the service's form of a wire spec.
 func (s Spec) Model() models.Spec {
-	out := models.Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone}
+	out := models.Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt, At: s.At}
 	if s.Intervals != nil {
 		out.Intervals = make([]models.Interval, len(s.Intervals))
 		for i, iv := range s.Intervals {
@@ -71,13 +94,42 @@ func (s Spec) Model() models.Spec {
 // ActionOf is the wire form of a stored action.
 func ActionOf(a models.Action) Action {
 	return Action{WorkflowType: a.WorkflowType, WorkflowClass: a.WorkflowClass, Input: a.Input,
-		ExecutionTimeoutSeconds: a.ExecutionTimeoutSeconds, RunTimeoutSeconds: a.RunTimeoutSeconds, RetryPolicy: RetryPolicyOf(a.RetryPolicy)}
+		ExecutionTimeoutSeconds: a.ExecutionTimeoutSeconds, RunTimeoutSeconds: a.RunTimeoutSeconds, RetryPolicy: RetryPolicyOf(a.RetryPolicy),
+		Target: TargetOf(a.Target)}
+}
+
+// TargetOf is the wire form of a stored target: never the secret, only
+// whether one is set.
+func TargetOf(t *models.Target) *Target {
+	if t == nil || t.Kind != models.TargetHTTP {
+		return &Target{Kind: models.TargetWorker}
+	}
+	timeout := t.TimeoutSeconds
+	return &Target{Kind: t.Kind, URL: t.URL, Method: t.Method, Headers: t.Headers, Auth: t.Auth, TimeoutSeconds: &timeout,
+		SecretSet: t.SecretVersion > 0}
+}
+
+// Model is the service's form of a wire target; nil stays nil.
+func (t *Target) Model() *models.Target {
+	if t == nil {
+		return nil
+	}
+	out := &models.Target{Kind: t.Kind, URL: t.URL, Method: t.Method, Headers: t.Headers, Auth: t.Auth, Secret: t.Secret}
+	if t.TimeoutSeconds != nil {
+		// The model's 0 means "the default": a given 0 must be refused.
+		out.TimeoutSeconds = *t.TimeoutSeconds
+		if out.TimeoutSeconds == 0 {
+			out.TimeoutSeconds = -1
+		}
+	}
+	return out
 }
 
 // Model is the service's form of a wire action.
 func (a Action) Model() models.Action {
 	return models.Action{WorkflowType: a.WorkflowType, WorkflowClass: a.WorkflowClass, Input: a.Input,
-		ExecutionTimeoutSeconds: a.ExecutionTimeoutSeconds, RunTimeoutSeconds: a.RunTimeoutSeconds, RetryPolicy: a.RetryPolicy.Model()}
+		ExecutionTimeoutSeconds: a.ExecutionTimeoutSeconds, RunTimeoutSeconds: a.RunTimeoutSeconds, RetryPolicy: a.RetryPolicy.Model(),
+		Target: a.Target.Model()}
 }
 
 // RetryPolicyOf is the wire form of a stored retry policy; nil stays nil.

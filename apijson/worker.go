@@ -10,7 +10,9 @@ import (
 // worker sends to POST /worker/… and what it gets back. The server
 // (handlers/worker_api.go) and the Go worker (worker/) both use these, so
 // the two cannot drift apart. Every request may name its namespace (else
-// the request's); worker_id tells several workers of one token apart.
+// the request's); worker_id tells several workers of one token apart and is
+// required on heartbeat, complete and fail (the lease is held by the token's
+// principal and the worker_id of the poll that claimed the run).
 
 // WorkerPoll is the body of POST /worker/poll.
 type WorkerPoll struct {
@@ -30,10 +32,15 @@ type WorkerPollResult struct {
 
 // ClaimedRun is a run leased to the worker that polled.
 type ClaimedRun struct {
-	RunID               string          `json:"run_id"`
-	InstanceID          string          `json:"instance_id"`
+	RunID      string `json:"run_id"`
+	InstanceID string `json:"instance_id"`
+	// ScheduleID is null for a run started directly, not by a schedule.
+	ScheduleID          *string         `json:"schedule_id"`
+	Namespace           string          `json:"namespace"`
 	WorkflowType        string          `json:"workflow_type"`
 	WorkflowClass       string          `json:"workflow_class"`
+	Trigger             string          `json:"trigger"`         // scheduled | manual | drained | backfilled | direct
+	OccurrenceTime      *Time           `json:"occurrence_time"` // the fire's nominal time; null for a direct run
 	Input               json.RawMessage `json:"input"`
 	Attempt             int             `json:"attempt"`
 	LeaseExpiresAt      *Time           `json:"lease_expires_at"`
@@ -45,7 +52,8 @@ type ClaimedRun struct {
 func FromClaimed(runs []models.Run) WorkerPollResult {
 	out := WorkerPollResult{Runs: make([]ClaimedRun, 0, len(runs))}
 	for _, r := range runs {
-		out.Runs = append(out.Runs, ClaimedRun{RunID: r.ID, InstanceID: r.InstanceID, WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass,
+		out.Runs = append(out.Runs, ClaimedRun{RunID: r.ID, InstanceID: r.InstanceID, ScheduleID: r.ScheduleID, Namespace: r.Namespace,
+			WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass, Trigger: r.Trigger, OccurrenceTime: AtPtr(r.OccurrenceTime),
 			Input: RawOrNull(r.Input), Attempt: r.Attempt, LeaseExpiresAt: AtPtr(r.LeaseExpiresAt), RunDeadlineAt: AtPtr(r.RunDeadlineAt),
 			ExecutionDeadlineAt: AtPtr(r.ExecutionDeadlineAt)})
 	}
@@ -55,7 +63,7 @@ func FromClaimed(runs []models.Run) WorkerPollResult {
 // WorkerHeartbeat is the body of POST /worker/runs/{run_id}/heartbeat.
 type WorkerHeartbeat struct {
 	Namespace    string `json:"namespace,omitempty"`
-	WorkerID     string `json:"worker_id,omitempty"`
+	WorkerID     string `json:"worker_id"`               // required
 	LeaseSeconds int    `json:"lease_seconds,omitempty"` // 0: the server's default
 }
 
@@ -74,7 +82,7 @@ func FromHeartbeat(r *models.Run) WorkerHeartbeatResult {
 // answer is the Run.
 type WorkerComplete struct {
 	Namespace string          `json:"namespace,omitempty"`
-	WorkerID  string          `json:"worker_id,omitempty"`
+	WorkerID  string          `json:"worker_id"` // required
 	Output    json.RawMessage `json:"output,omitempty"`
 }
 
@@ -82,7 +90,7 @@ type WorkerComplete struct {
 // the Run.
 type WorkerFail struct {
 	Namespace string `json:"namespace,omitempty"`
-	WorkerID  string `json:"worker_id,omitempty"`
+	WorkerID  string `json:"worker_id"` // required
 	Message   string `json:"message"`
 	Type      string `json:"type"`
 	// NonRetryable ends the run at once, whatever its retry policy.

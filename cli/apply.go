@@ -83,14 +83,8 @@ func matchesLabels(have, want map[string]string) bool {
 	return true
 }
 
-// exportDoc is a schedule as a document of the file: what create accepts,
-// no state (counters, next fire), paused as at creation.
-func exportDoc(s *apijson.Schedule) apijson.CreateSchedule {
-	spec := s.Spec
-	return apijson.CreateSchedule{ScheduleID: s.ScheduleID, Spec: &spec, Action: s.Action, OverlapPolicy: s.OverlapPolicy,
-		JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, Connection: s.Connection, Queue: s.Queue, Labels: s.Labels,
-		Memo: s.Memo, SearchAttributes: s.SearchAttributes, Note: s.Note, Paused: s.Status == models.StatusPaused}
-}
+// exportDoc is a schedule as a document of the file (apijson.ExportOf).
+func exportDoc(s *apijson.Schedule) apijson.CreateSchedule { return apijson.ExportOf(s) }
 
 // toYAML writes v as block YAML in its JSON field order: the JSON text is
 // read as YAML (a superset) and restyled, which keeps big integers and key
@@ -161,6 +155,7 @@ var (
 	intervalKeys = jsonKeys(apijson.Interval{})
 	actionKeys   = jsonKeys(apijson.Action{})
 	retryKeys    = jsonKeys(apijson.RetryPolicy{})
+	targetKeys   = jsonKeys(apijson.Target{})
 )
 
 // jsonKeys lists the JSON field names of a struct, in declaration order.
@@ -216,6 +211,7 @@ func parseFile(name string, data []byte) ([]fileDoc, error) {
 			case "action":
 				checkKeys(errs, v, actionKeys, "action.")
 				checkKeys(errs, child(v, "retry_policy"), retryKeys, "action.retry_policy.")
+				checkKeys(errs, child(v, "target"), targetKeys, "action.target.")
 			}
 		}
 		var doc any
@@ -358,18 +354,68 @@ type step struct {
 
 func runScheduleApply(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule apply", "tideline schedule apply -f schedules.yaml --dry-run", e).withActor()
+	c.source = scheduling.SourceApply // what drift is measured from
 	file := c.fs.String("f", "", "the file of schedules, or - for standard input (required)")
 	dryRun := c.fs.Bool("dry-run", false, "print the plan and change nothing")
 	prune := c.fs.Bool("prune", false, "also delete schedules labelled "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+" that the file no longer lists")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}
-	if *file == "" {
-		return usagef("missing -f FILE (or -f - for standard input)")
+	a, p, err := openPlan(ctx, c, *file, *prune)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	p.print(e.stdout, *prune)
+	if *dryRun {
+		fmt.Fprintln(e.stdout, "Dry run: nothing changed.")
+		return nil
+	}
+	// Each step is its own change (one transaction, one audit event), so
+	// apply is not all-or-nothing: a step can still fail after the plan —
+	// another writer created the schedule meanwhile, an outage — and the
+	// steps before it stay applied. It then says exactly which steps were
+	// applied and which were not (docs/schedules-file.md, "When apply fails
+	// half-way"); running apply again finishes the job.
+	for i, st := range p.steps {
+		var err error
+		switch st.kind {
+		case "create":
+			_, err = a.CreateSchedule(ctx, st.doc.req)
+		case "update":
+			_, err = a.UpdateSchedule(ctx, st.id, st.patch)
+		case "delete":
+			_, err = a.DeleteSchedule(ctx, st.id)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stdout, "Applied before the failure (%d of %d): %s\n", i, len(p.steps), stepList(p.steps[:i]))
+			fmt.Fprintf(e.stdout, "Not applied (%d): %s\n", len(p.steps)-i, stepList(p.steps[i:]))
+			return fmt.Errorf("%s %s: %w (%d of %d steps were applied, listed above; run apply again to finish)", st.kind, st.id, explain(err), i, len(p.steps))
+		}
+	}
+	if len(p.steps) > 0 {
+		fmt.Fprintf(e.stdout, "Applied: %d created, %d updated, %d deleted.\n", p.counts["create"], p.counts["update"], p.counts["delete"])
+	}
+	return nil
+}
+
+// applyPlan is what apply would do to make the namespace match a file.
+type applyPlan struct {
+	steps     []step
+	unchanged int
+	strays    []string // managed by apply, not in the file (deleted with --prune)
+	counts    map[string]int
+}
+
+// openPlan reads the file named by -f, opens the backend and plans apply;
+// the caller closes the backend.
+func openPlan(ctx context.Context, c *dbCommand, file string, prune bool) (backend, *applyPlan, error) {
+	if file == "" {
+		return nil, nil, usagef("missing -f FILE (or -f - for standard input)")
 	}
 	var data []byte
 	var err error
-	name := *file
+	name := file
 	if name == "-" {
 		data, err = io.ReadAll(c.e.stdin)
 		name = "<stdin>"
@@ -377,31 +423,38 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", name, err)
+		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	docs, err := parseFile(name, data)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-
 	a, err := c.open(ctx)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer a.Close()
+	p, err := planApply(ctx, a, name, docs, prune)
+	if err != nil {
+		a.Close()
+		return nil, nil, err
+	}
+	return a, p, nil
+}
+
+// planApply plans everything, validated by the service, before anything
+// is written.
+func planApply(ctx context.Context, a backend, name string, docs []fileDoc, prune bool) (*applyPlan, error) {
 	existing := map[string]apijson.Schedule{}
 	for s, err := range a.ListSchedules(ctx, client.ListSchedulesOptions{
 		Statuses: []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}, Limit: listPageSize}) {
 		if err != nil {
-			return err
+			return nil, err
 		}
 		existing[s.ScheduleID] = s
 	}
 
-	// Plan everything, validated by the service, before writing anything.
 	errs := &fileErrors{name: name}
-	var steps []step
-	unchanged := 0
+	p := &applyPlan{counts: map[string]int{}}
 	inFile := map[string]bool{}
 	for i := range docs {
 		d := &docs[i]
@@ -418,15 +471,15 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 			var plan *apijson.UpdatePlan
 			if plan, err = a.PlanUpdateSchedule(ctx, d.req.ScheduleID, patch); err == nil {
 				if len(plan.ChangedFields) == 0 {
-					unchanged++
+					p.unchanged++
 					continue
 				}
-				steps = append(steps, step{kind: "update", id: d.req.ScheduleID, doc: d, patch: patch, fields: plan.ChangedFields, changes: plan.Changes})
+				p.steps = append(p.steps, step{kind: "update", id: d.req.ScheduleID, doc: d, patch: patch, fields: plan.ChangedFields, changes: plan.Changes})
 			}
 		default:
 			var planned *apijson.Schedule
 			if planned, err = a.PlanCreateSchedule(ctx, d.req); err == nil {
-				steps = append(steps, step{kind: "create", id: d.req.ScheduleID, doc: d, changes: creationChanges(planned)})
+				p.steps = append(p.steps, step{kind: "create", id: d.req.ScheduleID, doc: d, changes: creationChanges(planned)})
 			}
 		}
 		if err != nil {
@@ -434,61 +487,53 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if len(errs.errs) > 0 {
-		return errs
+		return nil, errs
 	}
-	var strays []string
 	for _, id := range sortedKeys(existing) {
 		s := existing[id]
 		if s.Status != models.StatusDeleted && !inFile[id] && s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply {
-			strays = append(strays, id)
+			p.strays = append(p.strays, id)
 		}
 	}
-	if *prune {
-		for _, id := range strays {
-			steps = append(steps, step{kind: "delete", id: id})
+	if prune {
+		for _, id := range p.strays {
+			p.steps = append(p.steps, step{kind: "delete", id: id})
 		}
 	}
+	for _, st := range p.steps {
+		p.counts[st.kind]++
+	}
+	return p, nil
+}
 
-	counts := map[string]int{}
-	for _, st := range steps {
-		counts[st.kind]++
+// print writes the plan as apply and diff show it.
+func (p *applyPlan) print(w io.Writer, prune bool) {
+	for _, st := range p.steps {
 		switch st.kind {
 		case "create":
-			printChanges(e.stdout, "+ create "+st.id, st.changes)
+			printChanges(w, "+ create "+st.id, st.changes)
 		case "update":
-			printChanges(e.stdout, "~ update "+st.id, st.changes)
+			printChanges(w, "~ update "+st.id, st.changes)
 		case "delete":
-			fmt.Fprintf(e.stdout, "- delete %s (managed by apply, not in the file)\n", st.id)
+			fmt.Fprintf(w, "- delete %s (managed by apply, not in the file)\n", st.id)
 		}
 	}
-	fmt.Fprintf(e.stdout, "Plan: %d to create, %d to update, %d to delete, %d unchanged.\n", counts["create"], counts["update"], counts["delete"], unchanged)
-	if len(strays) > 0 && !*prune {
-		fmt.Fprintf(e.stdout, "Not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(strays, ", "))
+	fmt.Fprintf(w, "Plan: %d to create, %d to update, %d to delete, %d unchanged.\n", p.counts["create"], p.counts["update"], p.counts["delete"], p.unchanged)
+	if len(p.strays) > 0 && !prune {
+		fmt.Fprintf(w, "Not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(p.strays, ", "))
 	}
-	if *dryRun {
-		fmt.Fprintln(e.stdout, "Dry run: nothing changed.")
-		return nil
+}
+
+// stepList names steps as "create a, update b", or "none".
+func stepList(steps []step) string {
+	if len(steps) == 0 {
+		return "none"
 	}
-	for _, st := range steps {
-		var err error
-		switch st.kind {
-		case "create":
-			_, err = a.CreateSchedule(ctx, st.doc.req)
-		case "update":
-			_, err = a.UpdateSchedule(ctx, st.id, st.patch)
-		case "delete":
-			_, err = a.DeleteSchedule(ctx, st.id)
-		}
-		if err != nil {
-			// Validation passed for every document, so this is a race with
-			// another writer or an outage; say how far apply got.
-			return fmt.Errorf("%s %s: %w (the steps above it were applied; run apply again to finish)", st.kind, st.id, explain(err))
-		}
+	names := make([]string, len(steps))
+	for i, st := range steps {
+		names[i] = st.kind + " " + st.id
 	}
-	if len(steps) > 0 {
-		fmt.Fprintf(e.stdout, "Applied: %d created, %d updated, %d deleted.\n", counts["create"], counts["update"], counts["delete"])
-	}
-	return nil
+	return strings.Join(names, ", ")
 }
 
 // managed adds the managed-by-apply label.
@@ -520,13 +565,17 @@ func fullPatch(req apijson.CreateSchedule) apijson.SchedulePatch {
 	action := req.Action
 	p := apijson.SchedulePatch{Spec: &spec, Action: &action, OverlapPolicy: &overlap, JitterSeconds: &req.JitterSeconds,
 		MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
-		Labels: ptrMap(req.Labels), Memo: ptrMap(req.Memo), SearchAttributes: ptrMap(req.SearchAttributes), Note: &req.Note}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"max_runs", req.MaxRuns != nil}, {"connection", req.Connection != nil}, {"queue", req.Queue != nil}} {
-		if !f.set {
-			p.Clear = append(p.Clear, f.name)
+		Labels: ptrMap(req.Labels), Memo: ptrMap(req.Memo), SearchAttributes: ptrMap(req.SearchAttributes), Note: &req.Note,
+		PauseAfterFailures: req.PauseAfterFailures, CatchupWindowSeconds: req.CatchupWindowSeconds, StartDeadlineSeconds: req.StartDeadlineSeconds}
+	// Every nullable field of the table the file leaves out goes back to
+	// null; which ones the patch sets is read from its own body.
+	set := map[string]json.RawMessage{}
+	if body, err := json.Marshal(p); err == nil {
+		_ = json.Unmarshal(body, &set)
+	}
+	for _, key := range apijson.NullableFields {
+		if _, ok := set[key]; !ok {
+			p.Clear = append(p.Clear, key)
 		}
 	}
 	return p

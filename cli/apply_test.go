@@ -205,7 +205,8 @@ func TestScheduleUpdate(t *testing.T) {
 		require.Nil(t, sch["max_runs"])
 		require.Nil(t, sch["queue"])
 		require.Equal(t, map[string]any{"owner": "ana"}, sch["memo"], "untouched fields stay")
-		require.Equal(t, map[string]any{"workflow_type": "w", "execution_timeout_seconds": 3600.0, "run_timeout_seconds": nil, "retry_policy": nil}, sch["action"])
+		require.Equal(t, map[string]any{"workflow_type": "w", "execution_timeout_seconds": 3600.0, "run_timeout_seconds": nil, "retry_policy": nil,
+			"target": map[string]any{"kind": "worker"}}, sch["action"])
 
 		_, err := d.fail(t, "schedule", "update", "job", "--max-runs", "0")
 		require.Contains(t, err.Error(), "validation_failed: max_runs:")
@@ -237,7 +238,7 @@ func TestRuns(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(list), "\n")
 		require.Len(t, lines, 3, list)
 		require.Regexp(t, `^Run ID +Schedule +Workflow Type +Status +Attempt +Occurrence +Created At +Finished At$`, lines[0])
-		require.Regexp(t, `^`+second.RunID+` +job +w +pending +0 +\S+Z +\S+Z +-$`, lines[1], "newest first")
+		require.Regexp(t, `^`+second.RunID+` +job +w +pending +1 +\S+Z +\S+Z +-$`, lines[1], "newest first")
 
 		require.Equal(t, "Cancel requested for run "+trig.RunID+"; its status is now cancelled (a pending run stops at once).\n",
 			d.run(t, "runs", "cancel", trig.RunID, "--reason", "test"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 //   - direct: the service over the database (--database), changes recorded
 //     with source cli and --actor;
 //   - remote: the JSON API through package client (--server), changes
-//     recorded by the server with the token's name as actor.
+//     recorded by the server with the token's name as actor and source cli
+//     (X-Tideline-Source; apply sends apply).
 type backend interface {
 	ListSchedules(ctx context.Context, opts client.ListSchedulesOptions) iter.Seq2[apijson.Schedule, error]
 	CreateSchedule(ctx context.Context, req apijson.CreateSchedule) (*apijson.Schedule, error)
@@ -34,8 +36,19 @@ type backend interface {
 	ResumeSchedule(ctx context.Context, id string) (*apijson.Schedule, error)
 	TriggerSchedule(ctx context.Context, id, overlapPolicy string) (*apijson.Trigger, error)
 	BackfillSchedule(ctx context.Context, id string, opts client.BackfillOptions) (*apijson.Backfill, error)
+	StartBackfill(ctx context.Context, id string, opts client.BackfillJobOptions) (*apijson.BackfillJob, error)
+	ListBackfillsPage(ctx context.Context, opts client.BackfillListOptions) (*apijson.BackfillJobPage, error)
+	GetBackfill(ctx context.Context, id string) (*apijson.BackfillJob, error)
+	PauseBackfill(ctx context.Context, id, reason string) (*apijson.BackfillJob, error)
+	ResumeBackfill(ctx context.Context, id, reason string) (*apijson.BackfillJob, error)
+	CancelBackfill(ctx context.Context, id, reason string) (*apijson.BackfillJob, error)
 	ScheduleHistoryPage(ctx context.Context, id string, opts client.HistoryOptions) (*apijson.History, error)
 	ScheduleOccurrencesPage(ctx context.Context, id string, opts client.OccurrencesOptions) (*apijson.OccurrencePage, error)
+	ScheduleVersions(ctx context.Context, id string) (*apijson.VersionList, error)
+	ScheduleVersion(ctx context.Context, id string, n int64) (*apijson.VersionDetail, error)
+	DiffScheduleVersions(ctx context.Context, id string, from, to int64) (*apijson.VersionDiff, error)
+	RevertSchedule(ctx context.Context, id string, n int64, reason string) (*apijson.Schedule, error)
+	PlanRevertSchedule(ctx context.Context, id string, n int64) (*apijson.RevertPlan, error)
 	ListRunsPage(ctx context.Context, opts client.RunListOptions) (*apijson.RunPage, error)
 	GetRun(ctx context.Context, runID string) (*apijson.RunDetail, error)
 	CancelRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
@@ -47,6 +60,10 @@ type backend interface {
 	TestNotifier(ctx context.Context, name string) (*apijson.Delivery, error)
 	NotifierDeliveriesPage(ctx context.Context, name string, limit int, cursor string) (*apijson.DeliveryPage, error)
 
+	// workBackfills works the running backfill jobs one pass, in direct
+	// mode (schedule backfill --wait needs no server); the server does it
+	// itself in remote mode.
+	workBackfills(ctx context.Context) error
 	// deleted reports whether id names a deleted schedule (remove says
 	// "already removed" then; the API's GET treats deleted as absent).
 	deleted(ctx context.Context, id string) (bool, error)
@@ -59,6 +76,8 @@ type remote struct {
 }
 
 func (r remote) Close() error { return nil }
+
+func (r remote) workBackfills(context.Context) error { return nil }
 
 func (r remote) deleted(ctx context.Context, id string) (bool, error) {
 	for s, err := range r.ListSchedules(ctx, client.ListSchedulesOptions{Statuses: []string{models.StatusDeleted}, Query: id}) {
@@ -148,14 +167,22 @@ func (d *direct) deleted(ctx context.Context, id string) (bool, error) {
 }
 
 func (d *direct) UpdateSchedule(ctx context.Context, id string, patch apijson.SchedulePatch) (*apijson.Schedule, error) {
-	if _, err := d.a.service.Update(ctx, d.ns, id, patch.Input(), d.cc); err != nil {
+	in, err := patch.Input()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := d.a.service.Update(ctx, d.ns, id, in, d.cc); err != nil {
 		return nil, err
 	}
 	return d.GetSchedule(ctx, id)
 }
 
 func (d *direct) PlanUpdateSchedule(ctx context.Context, id string, patch apijson.SchedulePatch) (*apijson.UpdatePlan, error) {
-	plan, err := d.a.service.PlanUpdate(ctx, d.ns, id, patch.Input())
+	in, err := patch.Input()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := d.a.service.PlanUpdate(ctx, d.ns, id, in)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +229,51 @@ func (d *direct) BackfillSchedule(ctx context.Context, id string, opts client.Ba
 	return &out, nil
 }
 
+func (d *direct) StartBackfill(ctx context.Context, id string, opts client.BackfillJobOptions) (*apijson.BackfillJob, error) {
+	job, err := d.a.service.StartBackfill(ctx, d.ns, id, scheduling.BackfillJobInput{From: opts.From, To: opts.To,
+		OverlapPolicy: opts.OverlapPolicy, MaxPerMinute: opts.MaxPerMinute, MaxConcurrentRuns: opts.MaxConcurrentRuns,
+		CommandContext: d.withReason(opts.Reason)})
+	return d.job(job, err)
+}
+
+func (d *direct) job(job *models.Backfill, err error) (*apijson.BackfillJob, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromBackfillJob(job, d.a.service.Now())
+	return &out, nil
+}
+
+func (d *direct) ListBackfillsPage(ctx context.Context, opts client.BackfillListOptions) (*apijson.BackfillJobPage, error) {
+	page, err := d.a.service.ListBackfills(ctx, d.ns, scheduling.BackfillListQuery{ScheduleID: opts.ScheduleID, Status: opts.Status, Cursor: opts.Cursor, Limit: opts.Limit})
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromBackfillPage(page, d.a.service.Now())
+	return &out, nil
+}
+
+func (d *direct) GetBackfill(ctx context.Context, id string) (*apijson.BackfillJob, error) {
+	return d.job(d.a.service.GetBackfill(ctx, d.ns, id))
+}
+
+func (d *direct) PauseBackfill(ctx context.Context, id, reason string) (*apijson.BackfillJob, error) {
+	return d.job(d.a.service.PauseBackfill(ctx, d.ns, id, d.withReason(reason)))
+}
+
+func (d *direct) ResumeBackfill(ctx context.Context, id, reason string) (*apijson.BackfillJob, error) {
+	return d.job(d.a.service.ResumeBackfill(ctx, d.ns, id, d.withReason(reason)))
+}
+
+func (d *direct) CancelBackfill(ctx context.Context, id, reason string) (*apijson.BackfillJob, error) {
+	return d.job(d.a.service.CancelBackfill(ctx, d.ns, id, d.withReason(reason)))
+}
+
+func (d *direct) workBackfills(ctx context.Context) error {
+	_, err := (&scheduling.BackfillWorker{Service: d.a.service}).Work(ctx)
+	return err
+}
+
 func (d *direct) ScheduleHistoryPage(ctx context.Context, id string, opts client.HistoryOptions) (*apijson.History, error) {
 	limit := opts.Limit
 	if limit == 0 {
@@ -212,6 +284,65 @@ func (d *direct) ScheduleHistoryPage(ctx context.Context, id string, opts client
 		return nil, err
 	}
 	out := apijson.FromHistory(page)
+	return &out, nil
+}
+
+func (d *direct) ScheduleVersions(ctx context.Context, id string) (*apijson.VersionList, error) {
+	sch, err := d.a.service.Get(ctx, d.ns, id)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := d.a.service.Versions(ctx, d.ns, id)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromVersions(sch, versions)
+	return &out, nil
+}
+
+func (d *direct) ScheduleVersion(ctx context.Context, id string, n int64) (*apijson.VersionDetail, error) {
+	v, err := d.a.service.Version(ctx, d.ns, id, n)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromVersionDetail(v)
+	return &out, nil
+}
+
+func (d *direct) DiffScheduleVersions(ctx context.Context, id string, from, to int64) (*apijson.VersionDiff, error) {
+	if from == 0 || to == 0 {
+		versions, err := d.a.service.Versions(ctx, d.ns, id)
+		if err != nil {
+			return nil, err
+		}
+		if to == 0 {
+			to = int64(len(versions))
+		}
+		if from == 0 {
+			from = max(to-1, 1)
+		}
+	}
+	diff, err := d.a.service.DiffVersions(ctx, d.ns, id, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromVersionDiff(id, diff)
+	return &out, nil
+}
+
+func (d *direct) RevertSchedule(ctx context.Context, id string, n int64, reason string) (*apijson.Schedule, error) {
+	if _, err := d.a.service.Revert(ctx, d.ns, id, n, d.withReason(reason)); err != nil {
+		return nil, err
+	}
+	return d.GetSchedule(ctx, id)
+}
+
+func (d *direct) PlanRevertSchedule(ctx context.Context, id string, n int64) (*apijson.RevertPlan, error) {
+	plan, err := d.a.service.PlanRevert(ctx, d.ns, id, n)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromRevertPlan(plan)
 	return &out, nil
 }
 
@@ -290,6 +421,12 @@ func fromAPIError(err error) error {
 		case http.StatusForbidden:
 			return fmt.Errorf("the server refused the request (403 forbidden): %s; ask for a token with the needed role (viewer reads, operator pauses, triggers and cancels, admin creates, updates, deletes and ticks) and namespace", apiErr.Message)
 		case http.StatusNotFound:
+			if apiErr.Code == scheduling.CodeNotFound && isNamespaceNotFound(apiErr.Message) {
+				// The server answers a namespace the token may not see
+				// exactly like one that does not exist (never 403).
+				return &scheduling.NotFoundError{Code: apiErr.Code, Message: apiErr.Message +
+					" (or this token may not see it): check --namespace / TIDELINE_NAMESPACE and the namespaces of the token"}
+			}
 			if apiErr.Code == scheduling.CodeNotFound {
 				return fmt.Errorf("the server has no such API route (404 %s): is --server the Tideline server's root URL, e.g. https://tideline.example.com?", apiErr.Message)
 			}
@@ -314,6 +451,13 @@ func fromAPIError(err error) error {
 	return err
 }
 
+// isNamespaceNotFound tells the server's 404 for a namespace (its message
+// is `namespace "x" not found`, handlers/principal.go) from a route the
+// server does not have (a wrong --server path).
+func isNamespaceNotFound(message string) bool {
+	return strings.HasPrefix(message, `namespace "`) && strings.HasSuffix(message, `" not found`)
+}
+
 // remoteTimeout bounds one CLI request, so a black-holed server fails the
 // command instead of hanging it.
 const remoteTimeout = 60 * time.Second
@@ -328,7 +472,7 @@ func (d *direct) ListNotifiers(ctx context.Context) (*apijson.NotifierList, erro
 }
 
 func (d *direct) CreateNotifier(ctx context.Context, req apijson.NotifierWrite) (*apijson.Notifier, error) {
-	res, err := d.a.service.CreateNotifier(ctx, d.ns, req.Input(""))
+	res, err := d.a.service.CreateNotifier(ctx, d.ns, req.Input(""), d.cc)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +481,7 @@ func (d *direct) CreateNotifier(ctx context.Context, req apijson.NotifierWrite) 
 }
 
 func (d *direct) DeleteNotifier(ctx context.Context, name string) error {
-	return d.a.service.DeleteNotifier(ctx, d.ns, name)
+	return d.a.service.DeleteNotifier(ctx, d.ns, name, d.cc)
 }
 
 func (d *direct) TestNotifier(ctx context.Context, name string) (*apijson.Delivery, error) {

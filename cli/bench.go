@@ -98,6 +98,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	}
 
 	meter := &loadgen.Meter{}
+	cpu := &cpuMeter{db: observer}
 	logger := slog.New(meter.Handler(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})))
 	start := func(ctx context.Context) (func(), error) {
 		var stops []func()
@@ -106,8 +107,9 @@ func runBench(ctx context.Context, e env, args []string) error {
 				stop()
 			}
 		}
+		cpu.begin(ctx)
 		for i := range *replicas {
-			db, err := database.Open(ctx, target.url)
+			db, err := database.Open(ctx, loopURL(target.url))
 			if err != nil {
 				stopAll()
 				return nil, err
@@ -121,7 +123,10 @@ func runBench(ctx context.Context, e env, args []string) error {
 				_ = db.Close()
 			})
 		}
-		return stopAll, nil
+		return func() {
+			cpu.end(ctx) // before the loops' connections close
+			stopAll()
+		}, nil
 	}
 	// Fire-ahead may start preparing up to --fire-ahead before the first
 	// instant; give it that, and the loops a moment to start.
@@ -135,10 +140,10 @@ func runBench(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if *output == "json" {
-		if err := writeJSON(e.stdout, benchJSON(rep, *replicas, lf.ahead)); err != nil {
+		if err := writeJSON(e.stdout, benchJSON(rep, *replicas, lf.ahead, cpu.use)); err != nil {
 			return err
 		}
-	} else if err := printBench(e, rep, *replicas, lf.ahead, *every); err != nil {
+	} else if err := printBench(e, rep, *replicas, lf.ahead, *every, cpu.use); err != nil {
 		return err
 	}
 	if len(rep.Problems) > 0 {
@@ -217,9 +222,9 @@ func newBenchTarget(ctx context.Context, rawURL string) (*benchTarget, error) {
 
 // benchColumns are the summary table's columns, in order.
 var benchColumns = []string{"database", "schedules", "instants", "fires", "lag p50", "lag p99", "lag max", "fires/s", "ahead",
-	"bytes/fire", "rows/fire", "inserts/fire", "updates/fire", "exactly once"}
+	"bytes/fire", "rows/fire", "inserts/fire", "updates/fire", "cpu/fire", "db cpu/fire", "exactly once"}
 
-func printBench(e env, rep loadgen.Report, replicas int, ahead, every time.Duration) error {
+func printBench(e env, rep loadgen.Report, replicas int, ahead, every time.Duration, cpu cpuUse) error {
 	w := e.stdout
 	aheadNote := "--fire-ahead " + ahead.String()
 	if rep.Dialect != "postgres" {
@@ -243,16 +248,25 @@ func printBench(e env, rep loadgen.Report, replicas int, ahead, every time.Durat
 	t.row(rep.Dialect, fmt.Sprint(rep.Schedules), fmt.Sprint(len(rep.Instants)), fmt.Sprint(rep.Fires),
 		ms(rep.P50), ms(rep.P99), ms(rep.Max), fmt.Sprintf("%.0f", rep.FiresPerSec), percent(rep.Prepared, rep.Fires),
 		fmt.Sprintf("%.0f", rep.BytesPerFire()), fmt.Sprintf("%.2f", rep.RowsPerFire()),
-		perFireOrDash(rep.Growth.Inserted, rep.Fires), perFireOrDash(rep.Growth.Updated, rep.Fires), once)
+		perFireOrDash(rep.Growth.Inserted, rep.Fires), perFireOrDash(rep.Growth.Updated, rep.Fires),
+		perFireMicros(cpu.Process, rep.Fires), dbCPUText(cpu, rep.Fires), once)
 	if err := t.flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nlag: from the instant until a separate connection saw the run (20 ms resolution); ahead: share of fires prepared before their instant;\n"+
-		"bytes and rows: growth of every Tideline table (indexes included) per fire; inserts/updates: pg_stat_user_tables per fire.")
+		"bytes and rows: growth of every Tideline table (indexes included) per fire; inserts/updates: pg_stat_user_tables per fire;\n"+
+		"cpu: user+system CPU of this process while the loops ran (the loops and the observer), per fire; db cpu: of the PostgreSQL backends serving the loops.")
 	return nil
 }
 
 func ms(v float64) string { return fmt.Sprintf("%.0f ms", v) }
+
+func dbCPUText(cpu cpuUse, fires int) string {
+	if !cpu.DatabaseKnown {
+		return "-"
+	}
+	return perFireMicros(cpu.Database, fires)
+}
 
 func percent(part, whole int) string {
 	if whole == 0 {
@@ -285,8 +299,12 @@ type benchResult struct {
 	RowsPerFire  float64        `json:"rows_per_fire"`
 	Inserted     *int64         `json:"rows_inserted"`
 	Updated      *int64         `json:"rows_updated"`
-	ExactlyOnce  bool           `json:"exactly_once"`
-	Problems     []string       `json:"problems"`
+	// CPU per fire in µs while the loops ran: this process's, and the
+	// PostgreSQL backends' of the loops (null when not readable).
+	CPUPerFireUS   float64  `json:"cpu_per_fire_us"`
+	DBCPUPerFireUS *float64 `json:"db_cpu_per_fire_us"`
+	ExactlyOnce    bool     `json:"exactly_once"`
+	Problems       []string `json:"problems"`
 }
 
 type benchInstant struct {
@@ -298,12 +316,19 @@ type benchInstant struct {
 	MaxMS   float64 `json:"max_ms"`
 }
 
-func benchJSON(rep loadgen.Report, replicas int, ahead time.Duration) benchResult {
+func benchJSON(rep loadgen.Report, replicas int, ahead time.Duration, cpu cpuUse) benchResult {
 	out := benchResult{Database: rep.Dialect, Schedules: rep.Schedules, Replicas: replicas, FireAhead: ahead.String(), Fires: rep.Fires,
 		LagP50MS: rep.P50, LagP99MS: rep.P99, LagMaxMS: rep.Max, FiresPerSec: rep.FiresPerSec, Prepared: rep.Prepared,
 		BytesPerFire: rep.BytesPerFire(), RowsPerFire: rep.RowsPerFire(), ExactlyOnce: len(rep.Problems) == 0, Problems: []string{}}
 	if rep.Growth.Inserted >= 0 {
 		out.Inserted, out.Updated = &rep.Growth.Inserted, &rep.Growth.Updated
+	}
+	if rep.Fires > 0 {
+		out.CPUPerFireUS = float64(cpu.Process.Microseconds()) / float64(rep.Fires)
+		if cpu.DatabaseKnown {
+			v := float64(cpu.Database.Microseconds()) / float64(rep.Fires)
+			out.DBCPUPerFireUS = &v
+		}
 	}
 	for _, in := range rep.Instants {
 		out.Instants = append(out.Instants, benchInstant{At: scheduling.FormatTime(in.At), Visible: in.Visible, FirstMS: in.First, P50MS: in.P50, P99MS: in.P99, MaxMS: in.Max})

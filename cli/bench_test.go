@@ -65,6 +65,20 @@ func TestBenchPrintsItsTable(t *testing.T) {
 				require.NoError(t, err, "%s = %q", name, col(name))
 				require.Positive(t, v, name)
 			}
+			// The loops' CPU per fire, and on PostgreSQL their backends'.
+			cpuCols := []string{"cpu/fire"}
+			if dialect == "postgres" {
+				cpuCols = append(cpuCols, "db cpu/fire")
+			} else {
+				require.Equal(t, "-", col("db cpu/fire"))
+			}
+			for _, name := range cpuCols {
+				us, ok := strings.CutSuffix(col(name), " µs")
+				require.True(t, ok, "%s = %q", name, col(name))
+				v, err := strconv.ParseFloat(us, 64)
+				require.NoError(t, err, "%s = %q", name, col(name))
+				require.Positive(t, v, name)
+			}
 			// Each fire adds at least its run and its audit event.
 			rows, _ := strconv.ParseFloat(col("rows/fire"), 64)
 			require.GreaterOrEqual(t, rows, 2.0)

@@ -54,9 +54,11 @@ func commands() map[string]command {
 		"tick":     {"run one scheduling pass: fire due schedules, then exit", runTick},
 		"schedule": {"list, add, describe, update, pause, resume, trigger, backfill, remove, export, apply or show the history of schedules", runSchedule},
 		"runs":     {"list, describe, cancel or terminate runs", runRuns},
+		"backfill": {"list, describe, pause, resume or cancel backfill jobs", runBackfill},
 		"notifier": {"add, list, remove or test notifiers: where failures, late fires and backfills are posted", runNotifier},
 		"token":    {"create an API/console token (prints it once, and the hash to configure)", runToken},
 		"bench":    {"measure fire lag, throughput and storage per fire at scale, on a database of its own", runBench},
+		"worker":   {"run a command per workflow type for the runs a server hands out (--run TYPE=COMMAND)", runWorker},
 	}
 }
 

@@ -23,12 +23,19 @@ type dbCommand struct {
 	cfg   config
 	e     env
 	actor string
+	// source is what the audit stream records as the change's source:
+	// "cli", or "apply" for schedule apply (scheduling.Source…); remote
+	// mode sends it as X-Tideline-Source.
+	source string
 }
 
 func newDBCommand(name, example string, e env) *dbCommand {
-	c := &dbCommand{fs: newFlagSet(name, example, e), e: e}
+	c := &dbCommand{fs: newFlagSet(name, example, e), e: e, source: scheduling.SourceCLI}
 	c.cfg.bindDatabase(c.fs, e)
 	c.cfg.bindRemote(c.fs, e)
+	// In direct mode the CLI saves targets as serve would check them: the
+	// same environment allows private ones (serve --allow-private-targets).
+	c.cfg.Targets.AllowPrivate = e.getenv("TIDELINE_ALLOW_PRIVATE_TARGETS") == "1"
 	return c
 }
 
@@ -40,7 +47,7 @@ func (c *dbCommand) withActor() *dbCommand {
 
 // commandContext is the audit stream's record of a CLI change.
 func (c *dbCommand) commandContext(reason string) *scheduling.CommandContext {
-	return &scheduling.CommandContext{Source: "cli", Actor: c.actor, Reason: reason}
+	return &scheduling.CommandContext{Source: c.source, Actor: c.actor, Reason: reason}
 }
 
 // parse reads flags and exactly len(names) positional arguments, which may
@@ -128,7 +135,7 @@ func (c *dbCommand) openRemote() (backend, error) {
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	opts := []client.Option{client.WithToken(token), client.WithUserAgent("tideline-cli/" + Version),
+	opts := []client.Option{client.WithToken(token), client.WithUserAgent("tideline-cli/" + Version), client.WithSource(c.source),
 		client.WithHTTPClient(&http.Client{Timeout: remoteTimeout})}
 	if c.cfg.Namespace != "" {
 		opts = append(opts, client.WithNamespace(c.cfg.Namespace))

@@ -27,6 +27,9 @@ type config struct {
 	TokenFile string
 	// Notify configures notifications (serve only).
 	Notify scheduling.NotifyConfig
+	// Targets configures the HTTP target executor (serve; the private
+	// address rule applies to direct-mode writes too).
+	Targets scheduling.TargetConfig
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"sync"
+	"time"
 
 	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/demo"
@@ -13,11 +15,11 @@ import (
 )
 
 // startDemo seeds the demo schedules and runs the sample workflows
-// in-process, through this server's own worker API, until ctx ends. The
-// returned wait blocks until the worker has handed in its last results:
-// serve calls it before closing the HTTP server, so a Ctrl-C does not turn
-// into warnings about results that could not be reported.
-func startDemo(ctx context.Context, a *app, namespace, addr string, tls bool, store *auth.Store, logger *slog.Logger) (wait func(), err error) {
+// in-process, through this server's own worker API: most as Go handlers,
+// those of demo.CommandQueue as shell commands through the command runner
+// of `tideline worker`. The workers run until stop, not until ctx ends: on shutdown serve stops it
+// first, while the HTTP server still takes its reports (cli/shutdown.go).
+func startDemo(ctx context.Context, a *app, namespace, addr string, tls bool, store *auth.Store, logger *slog.Logger) (stop func(context.Context) error, err error) {
 	if tls {
 		return nil, usagef("--demo is for trying Tideline locally over plain HTTP; leave out --tls-cert/--tls-key")
 	}
@@ -41,13 +43,41 @@ func startDemo(ctx context.Context, a *app, namespace, addr string, tls bool, st
 		return nil, fmt.Errorf("demo worker: %w", err)
 	}
 	demo.Register(w, rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := w.Run(ctx); err != nil {
-			logger.Error("demo worker stopped", "err", err)
+	workers := []*worker.Worker{w}
+	// Two schedules run shell commands through the command runner, the path
+	// `tideline worker --run TYPE=COMMAND` takes.
+	opts.WorkerID, opts.Queue, opts.StopGrace = "demo-command-runner", demo.CommandQueue, 5*time.Second
+	commands, err := demo.NewRunner(logger, time.Second)
+	if err != nil {
+		// A machine without sh still gets the rest of the demo.
+		logger.Warn("demo: no command runner; the runs of queue "+demo.CommandQueue+" stay pending", "err", err)
+	} else {
+		cw, err := worker.New(opts)
+		if err != nil {
+			return nil, fmt.Errorf("demo command runner: %w", err)
 		}
-	}()
-	logger.Info("demo mode: example schedules seeded; sample workflows run in-process", "namespace", namespace)
-	return func() { <-done }, nil
+		commands.Register(cw)
+		workers = append(workers, cw)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var running sync.WaitGroup
+	for _, w := range workers {
+		running.Go(func() {
+			if err := w.Run(runCtx); err != nil {
+				logger.Error("demo worker stopped", "err", err)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { running.Wait(); close(done) }()
+	logger.Info("demo mode: example schedules seeded; sample workflows run in-process, two of them as shell commands", "namespace", namespace)
+	return func(ctx context.Context) error {
+		cancel()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, nil
 }

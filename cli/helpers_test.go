@@ -72,6 +72,10 @@ func startServer(t *testing.T, db *bun.DB) (string, string) {
 	srv := httptest.NewServer(web.NewServer(web.Deps{DB: db, Service: svc,
 		Logger: discardLogger(), Auth: web.Auth{Store: store}}))
 	t.Cleanup(srv.Close)
+	// As serve does: backfill jobs are worked beside the API.
+	w := &scheduling.BackfillWorker{Service: svc, Period: 100 * time.Millisecond}
+	w.Start(context.Background())
+	t.Cleanup(w.Stop)
 	return srv.URL, token
 }
 
@@ -82,13 +86,9 @@ type dialectEnv struct {
 	environ map[string]string
 }
 
-// source is the command context source the audit stream records.
-func (d dialectEnv) source() string {
-	if d.mode == "remote" {
-		return "api"
-	}
-	return "cli"
-}
+// source is the command context source the audit stream records: cli in
+// both modes (remote mode sends X-Tideline-Source: cli).
+func (d dialectEnv) source() string { return "cli" }
 
 // run is a CLI run that must succeed; it returns stdout.
 func (d dialectEnv) run(t *testing.T, args ...string) string {
@@ -137,7 +137,7 @@ func requireExit(t *testing.T, want int, err error) {
 	var usage *UsageError
 	switch {
 	case err == nil, errors.Is(err, ErrHelpShown):
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), errors.Is(err, ErrDrift):
 		got = 2
 	default:
 		got = 1

@@ -116,7 +116,23 @@ func specSummary(spec apijson.Spec) string {
 	for _, iv := range spec.Intervals {
 		parts = append(parts, intervalSummary(iv))
 	}
+	switch len(spec.At) {
+	case 0:
+	case 1:
+		parts = append(parts, "at "+spec.At[0])
+	default:
+		parts = append(parts, fmt.Sprintf("%d at times", len(spec.At)))
+	}
 	return strings.Join(parts, "; ")
+}
+
+// scheduleStatusText is a schedule's status as list and describe print it: an
+// active schedule with no occurrence left reads "active (ended)".
+func scheduleStatusText(s *apijson.Schedule) string {
+	if s.Ended {
+		return s.Status + " (ended)"
+	}
+	return s.Status
 }
 
 func intervalSummary(iv apijson.Interval) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/client"
@@ -165,6 +166,26 @@ func runRunsDescribe(ctx context.Context, e env, args []string) error {
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if len(r.Attempts) > 0 {
+		fmt.Fprintln(e.stdout, "\nAttempts:")
+		t := newTable(e.stdout, "  #", "Outcome", "HTTP", "Duration", "Started At", "Error")
+		for _, at := range r.Attempts {
+			status, took, failure := "-", "-", "-"
+			if at.HTTPStatus != nil {
+				status = strconv.Itoa(*at.HTTPStatus)
+			}
+			if at.DurationMs != nil {
+				took = (time.Duration(*at.DurationMs) * time.Millisecond).String()
+			}
+			if at.ErrorType != "" {
+				failure = clean(at.ErrorType + ": " + at.Message)
+			}
+			t.row("  "+strconv.Itoa(at.Attempt), at.Outcome, status, took, scheduling.FormatTime(at.StartedAt.T()), failure)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
 	}
 	if len(r.History) > 0 {
 		fmt.Fprintln(e.stdout, "\nHistory:")

@@ -32,6 +32,9 @@ func scheduleCommands() map[string]subcommand {
 		"update":      {"change fields of a schedule (--clear FIELD resets one)", runScheduleUpdate},
 		"export":      {"print the namespace's schedules as a YAML (or JSON) file for apply", runScheduleExport},
 		"apply":       {"make the namespace's schedules match a file: create, update, --prune delete", runScheduleApply},
+		"diff":        {"print what apply -f FILE would change; exit 2 when the namespace drifted from the file", runScheduleDiff},
+		"versions":    {"list a schedule's versions (--show N prints one's definition)", runScheduleVersions},
+		"revert":      {"update a schedule back to one of its versions", runScheduleRevert},
 	}
 }
 
@@ -111,7 +114,7 @@ func runScheduleList(ctx context.Context, e env, args []string) error {
 		if s.Status != models.StatusActive {
 			next = "-" // a paused schedule keeps a stale value; it will not fire then
 		}
-		t.row(s.ScheduleID, s.Status, clean(s.Action.WorkflowType), clean(specSummary(s.Spec)), orDash(s.Spec.Timezone),
+		t.row(s.ScheduleID, scheduleStatusText(&s), clean(s.Action.WorkflowType), clean(specSummary(s.Spec)), orDash(s.Spec.Timezone),
 			s.OverlapPolicy, next, apiTimeOrDash(s.LastFiredAt), strconv.FormatInt(s.FiresCount, 10))
 	}
 	return t.flush()
@@ -119,10 +122,13 @@ func runScheduleList(ctx context.Context, e env, args []string) error {
 
 func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule add <id>", `tideline schedule add daily-sync --workflow-type sync.Daily --cron "0 2 * * *" --timezone America/New_York`, e).withActor()
-	var crons, everys stringList
+	var crons, everys, ats stringList
 	workflowType := c.fs.String("workflow-type", "", "workflow type to start (required)")
 	c.fs.Var(&crons, "cron", "cron expression, 5 fields or @daily… (repeatable)")
 	c.fs.Var(&everys, "every", `fixed interval: ISO-8601 (PT1H, P1D) or "1 hour", "30 minutes"; "EVERY offset OFFSET" shifts it (repeatable)`)
+	c.fs.Var(&ats, "at", "one-off fire time, RFC 3339, e.g. 2026-12-24T18:00:00-05:00 (repeatable)")
+	startAt := c.fs.String("start-at", "", "no fire before this RFC 3339 time")
+	endAt := c.fs.String("end-at", "", "no fire after this RFC 3339 time (inclusive); after it the schedule has ended")
 	timezone := c.fs.String("timezone", "", "IANA zone the cron expressions are read in (default UTC)")
 	overlap := c.fs.String("overlap", "", "overlap policy: skip, buffer_one, buffer_all, allow_all, cancel_other or terminate_other (default skip)")
 	queue := c.fs.String("queue", "", "queue of the started runs (default: the workflow type's, then the global one)")
@@ -140,12 +146,13 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	if *workflowType == "" {
 		return usagef("missing --workflow-type")
 	}
-	if len(crons) == 0 && len(everys) == 0 {
-		return usagef("give at least one --cron or --every")
+	if len(crons) == 0 && len(everys) == 0 && len(ats) == 0 {
+		return usagef("give at least one --cron, --every or --at")
 	}
 	req := apijson.CreateSchedule{
-		ScheduleID:    pos[0],
-		Spec:          &apijson.Spec{CronExpressions: []string(crons), Timezone: *timezone},
+		ScheduleID: pos[0],
+		Spec: &apijson.Spec{CronExpressions: []string(crons), Timezone: *timezone,
+			At: []string(ats), StartAt: *startAt, EndAt: *endAt},
 		Action:        apijson.Action{WorkflowType: *workflowType},
 		OverlapPolicy: *overlap, Note: *note, Paused: *paused,
 	}
@@ -222,7 +229,15 @@ type actionFlags struct {
 	pauseAfterFailures *int
 	catchupWindow      *string
 	startDeadline      *string
-	c                  *dbCommand
+	// The target (CONTRACT §15).
+	target      *string
+	httpURL     *string
+	httpMethod  *string
+	httpTimeout *string
+	httpHeaders pairList
+	httpSecret  *string
+	httpAuth    *string
+	c           *dbCommand
 }
 
 func bindActionFlags(c *dbCommand) *actionFlags {
@@ -241,6 +256,13 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	af.pauseAfterFailures = c.fs.Int("pause-after-failures", 0, "pause the schedule after this many consecutive failed runs (1-100)")
 	af.catchupWindow = c.fs.String("catchup-window", "", `after downtime, fire the occurrences of this last stretch in order: seconds or a duration ("2h"; at most 7 days)`)
 	af.startDeadline = c.fs.String("start-deadline", "", `notify run_not_started when a run is still pending this long after its occurrence: seconds or a duration ("15m")`)
+	af.target = c.fs.String("target", "", "who executes the runs: worker (the worker protocol, the default) or http (the server calls --http-url)")
+	af.httpURL = c.fs.String("http-url", "", "HTTP target: the URL the server calls once per attempt (implies --target http)")
+	af.httpMethod = c.fs.String("http-method", "", "HTTP target: POST (default) or PUT")
+	af.httpTimeout = c.fs.String("http-timeout", "", `HTTP target: how long one request may take, 1s-900s: seconds or a duration (default 30s)`)
+	c.fs.Var(&af.httpHeaders, "http-header", "HTTP target: a header Name=value to send (repeatable, at most 32; replaces the headers; no Authorization — use --http-secret)")
+	af.httpSecret = c.fs.String("http-secret", "", `HTTP target: secret that signs each request (Tideline-Signature), write-only; "" removes it`)
+	af.httpAuth = c.fs.String("http-auth", "", `HTTP target: "bearer" also sends the secret as Authorization: Bearer; "none" stops`)
 	return af
 }
 
@@ -299,7 +321,78 @@ func (af *actionFlags) apply(a *apijson.Action) error {
 		}
 		*f.dst = &n
 	}
-	return af.applyRetry(a)
+	if err := af.applyRetry(a); err != nil {
+		return err
+	}
+	return af.applyTarget(a)
+}
+
+// targetFlags are the flags that set the target.
+var targetFlags = []string{"target", "http-url", "http-method", "http-timeout", "http-header", "http-secret", "http-auth"}
+
+// applyTarget sets the given target flags on the action's target, keeping
+// what they do not name (an update keeps the stored secret unless
+// --http-secret is given).
+func (af *actionFlags) applyTarget(a *apijson.Action) error {
+	set := af.c.isSet
+	if !slices.ContainsFunc(targetFlags, set) {
+		return nil
+	}
+	kind := ""
+	if set("target") {
+		if kind = *af.target; kind != models.TargetWorker && kind != models.TargetHTTP {
+			return usagef("invalid --target %q: want worker or http", kind)
+		}
+	}
+	if kind == models.TargetWorker {
+		if slices.ContainsFunc(targetFlags[1:], set) {
+			return usagef("--target worker takes no --http-… flags")
+		}
+		a.Target = &apijson.Target{Kind: models.TargetWorker}
+		return nil
+	}
+	t := apijson.Target{Kind: models.TargetHTTP}
+	if a.Target != nil && a.Target.Kind == models.TargetHTTP {
+		t = *a.Target
+	}
+	if set("http-url") {
+		t.URL = *af.httpURL
+	}
+	if set("http-method") {
+		t.Method = strings.ToUpper(*af.httpMethod)
+	}
+	if set("http-timeout") {
+		n, err := parseSeconds("http-timeout", *af.httpTimeout)
+		if err != nil {
+			return err
+		}
+		timeout := int(min(n, 1<<30))
+		t.TimeoutSeconds = &timeout
+	}
+	if set("http-header") {
+		h, err := af.httpHeaders.toMap("http-header")
+		if err != nil {
+			return err
+		}
+		t.Headers = h
+	}
+	if set("http-secret") {
+		secret := *af.httpSecret
+		t.Secret = &secret
+	}
+	if set("http-auth") {
+		switch *af.httpAuth {
+		case "bearer":
+			t.Auth = "bearer"
+		case "none", "":
+			t.Auth = ""
+		default:
+			return usagef("invalid --http-auth %q: want bearer or none", *af.httpAuth)
+		}
+	}
+	t.SecretSet = false // an answer's field, not an input
+	a.Target = &t
+	return nil
 }
 
 // applyRetry sets the given retry flags on the action's policy, keeping the
@@ -458,16 +551,26 @@ func printDescription(e env, s *apijson.Schedule) error {
 	zone := s.Spec.Timezone
 	t := newTable(e.stdout, "Schedule:", s.ScheduleID)
 	t.row("Namespace:", s.Namespace)
-	t.row("Status:", s.Status)
+	t.row("Status:", scheduleStatusText(s))
 	if s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply {
 		t.row("Managed by:", "schedule apply (label "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+"; edit the file, not the schedule)")
 	}
 	t.row("Workflow type:", clean(s.Action.WorkflowType))
+	t.row("Target:", targetSummary(s.Action.Target))
 	if s.Action.WorkflowClass != "" {
 		t.row("Workflow class:", clean(s.Action.WorkflowClass))
 	}
 	for _, cron := range s.Spec.CronExpressions {
 		t.row("Cron:", clean(cron))
+	}
+	for _, at := range s.Spec.At {
+		t.row("At:", clean(at))
+	}
+	if s.Spec.StartAt != "" {
+		t.row("Start at:", clean(s.Spec.StartAt))
+	}
+	if s.Spec.EndAt != "" {
+		t.row("End at:", clean(s.Spec.EndAt))
 	}
 	for _, iv := range s.Spec.Intervals {
 		t.row("Interval:", intervalSummary(iv))
@@ -551,7 +654,7 @@ func printDescription(e env, s *apijson.Schedule) error {
 	t.row("Created at:", scheduling.FormatTime(s.CreatedAt.T()))
 	t.row("Updated at:", scheduling.FormatTime(s.UpdatedAt.T()))
 	if s.Status == models.StatusActive {
-		next := "never"
+		next := "never (ended: no occurrence left)"
 		if s.NextFireAt != nil {
 			next = localTime(s.NextFireAt.T(), zone)
 		}
@@ -707,6 +810,10 @@ func runScheduleBackfill(ctx context.Context, e env, args []string) error {
 	toText := c.fs.String("to", "", "end of the window, RFC 3339, exclusive (required)")
 	dryRun := c.fs.Bool("dry-run", false, "list the occurrences without starting anything")
 	overlap := c.fs.String("overlap", "", "overlap policy for these fires (default: the schedule's; buffer policies act as allow_all)")
+	maxPerMinute := c.fs.Int("max-per-minute", 0, "start at most this many occurrences in any minute, evenly (default: as fast as the worker goes)")
+	maxConcurrent := c.fs.Int("max-concurrent", 0, "start an occurrence only while fewer of the job's runs are pending or running")
+	wait := c.fs.Bool("wait", false, "print the job's progress until it ends (direct mode works the job itself meanwhile)")
+	reason := c.fs.String("reason", "", "why, kept with the job and in the audit stream")
 	output := outputFlag(c.fs, "table", "json")
 	pos, err := c.parse(args, "<id>")
 	if err != nil {
@@ -723,33 +830,39 @@ func runScheduleBackfill(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	opts := client.BackfillJobOptions{From: from, To: to, OverlapPolicy: *overlap, Reason: *reason}
+	for _, f := range []struct {
+		name string
+		v    int
+		dst  **int
+	}{{"max-per-minute", *maxPerMinute, &opts.MaxPerMinute}, {"max-concurrent", *maxConcurrent, &opts.MaxConcurrentRuns}} {
+		if c.isSet(f.name) {
+			if f.v < 1 {
+				return usagef("invalid --%s %d: want a positive number", f.name, f.v)
+			}
+			*f.dst = &f.v
+		}
+	}
 	a, err := c.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	rep, err := a.BackfillSchedule(ctx, pos[0], client.BackfillOptions{From: from, To: to, OverlapPolicy: *overlap, DryRun: *dryRun})
+	if !*dryRun {
+		return startBackfillJob(ctx, e, a, pos[0], opts, *wait, *output)
+	}
+	rep, err := a.BackfillSchedule(ctx, pos[0], client.BackfillOptions{From: from, To: to, OverlapPolicy: *overlap, DryRun: true})
 	if err != nil {
 		return err
 	}
-	failed := false
 	counts := map[string]int{}
 	for _, r := range rep.Results {
 		counts[r.Outcome]++
-		failed = failed || r.Outcome == scheduling.BackfillFailed
 	}
 	if *output == "json" {
-		err = writeJSON(e.stdout, rep)
-	} else {
-		err = printBackfill(e, rep, counts)
+		return writeJSON(e.stdout, rep)
 	}
-	if err != nil {
-		return err
-	}
-	if failed {
-		return ErrSilentFailure // the failed rows are printed; the causes are logged
-	}
-	return nil
+	return printBackfill(e, rep, counts)
 }
 
 func printBackfill(e env, rep *apijson.Backfill, counts map[string]int) error {
@@ -800,4 +913,32 @@ func canonicalJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return string(out)
+}
+
+// targetSummary is a target as the CLI shows it: the kind, and for HTTP the
+// method, URL, timeout, header names and whether a secret is set — never
+// the secret.
+func targetSummary(t *apijson.Target) string {
+	if t == nil || t.Kind != models.TargetHTTP {
+		return "worker"
+	}
+	parts := []string{"http", t.Method, clean(t.URL)}
+	if t.TimeoutSeconds != nil {
+		parts = append(parts, fmt.Sprintf("timeout %ds", *t.TimeoutSeconds))
+	}
+	if len(t.Headers) > 0 {
+		names := make([]string, 0, len(t.Headers))
+		for k := range t.Headers {
+			names = append(names, clean(k))
+		}
+		slices.Sort(names)
+		parts = append(parts, "headers "+strings.Join(names, ","))
+	}
+	if t.Auth != "" {
+		parts = append(parts, "auth "+t.Auth)
+	}
+	if t.SecretSet {
+		parts = append(parts, "secret set")
+	}
+	return strings.Join(parts, " ")
 }

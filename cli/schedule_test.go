@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -224,34 +225,68 @@ func TestScheduleBackfill(t *testing.T) {
 		_, err := d.fail(t, "schedule", "backfill", "nightly", "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z")
 		require.EqualError(t, err, "invalid_time_range: to: must be after from")
 
-		out = d.run(t, "schedule", "backfill", "nightly", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-06T00:00:00Z", "--overlap", "allow_all")
-		golden(t, d, "schedule_backfill_max_runs.golden", out)
+		// A job that max_runs cuts short fails, saying why.
+		out, err = d.fail(t, "schedule", "backfill", "nightly", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-06T00:00:00Z", "--overlap", "allow_all", "--wait")
+		require.ErrorIs(t, err, ErrSilentFailure)
+		require.Regexp(t, `^Backfill [0-9A-Z]{26} of schedule nightly: failed, 60%: 3 started · 0 skipped · 2 remaining of 5 \(max_runs_exhausted\)\.\n$`, out)
 
 		_, err = d.fail(t, "schedule", "backfill", "nightly", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z")
 		require.EqualError(t, err, `schedule_deleted: schedule "nightly" is deleted`)
 
 		d.run(t, "schedule", "add", "again", "--workflow-type", "w", "--cron", "0 3 * * *")
-		out = d.run(t, "schedule", "backfill", "again", "--from", "2026-01-01T00:00:00+02:00", "--to", "2026-01-03T00:00:00Z", "--output", "json")
-		var rep struct {
-			Outcome     string `json:"outcome"`
-			Occurrences int    `json:"occurrences"`
-			Results     []struct {
-				OccurrenceTime string  `json:"occurrence_time"`
-				InstanceID     string  `json:"instance_id"`
-				RunID          string  `json:"run_id"`
-				Outcome        string  `json:"outcome"`
-				Reason         *string `json:"reason"`
-			} `json:"results"`
+		out = d.run(t, "schedule", "backfill", "again", "--from", "2026-01-01T00:00:00+02:00", "--to", "2026-01-03T00:00:00Z", "--output", "json", "--wait", "--reason", "replay")
+		var job struct {
+			Backfill struct {
+				ID        string `json:"id"`
+				Status    string `json:"status"`
+				From      string `json:"from"`
+				Total     int    `json:"total"`
+				Started   int    `json:"started"`
+				Skipped   int    `json:"skipped"`
+				Remaining int    `json:"remaining"`
+				Reason    string `json:"reason"`
+			} `json:"backfill"`
 		}
-		require.NoError(t, json.Unmarshal([]byte(out), &rep))
-		require.Equal(t, "completed", rep.Outcome)
-		require.Equal(t, 2, rep.Occurrences)
-		require.Equal(t, "2026-01-01T03:00:00.000000Z", rep.Results[0].OccurrenceTime)
-		require.Equal(t, "started", rep.Results[0].Outcome)
-		require.Len(t, rep.Results[0].RunID, 26)
+		require.NoError(t, json.Unmarshal([]byte(out), &job), out)
+		require.Equal(t, "completed", job.Backfill.Status)
+		require.Equal(t, "2025-12-31T22:00:00.000000Z", job.Backfill.From)
+		require.Equal(t, 2, job.Backfill.Total)
 		// The default policy skip sees the first backfilled run still pending.
-		require.Equal(t, "skipped", rep.Results[1].Outcome)
-		require.Equal(t, "overlap_policy_skip", *rep.Results[1].Reason)
+		require.Equal(t, 1, job.Backfill.Started)
+		require.Equal(t, 1, job.Backfill.Skipped)
+		require.Equal(t, "replay", job.Backfill.Reason)
+
+		out = d.run(t, "backfill", "list", "--schedule", "again")
+		require.Contains(t, out, job.Backfill.ID+"  again     completed")
+		out = d.run(t, "backfill", "describe", job.Backfill.ID)
+		require.Contains(t, out, "Progress:             completed, 100%: 1 started · 1 skipped · 0 remaining of 2\n")
+		_, err = d.fail(t, "backfill", "pause", job.Backfill.ID)
+		require.EqualError(t, err, "backfill_not_running: backfill "+job.Backfill.ID+" is completed, not running")
+	})
+}
+
+// A paced job in direct mode: started, paused, resumed and cancelled from
+// the CLI.
+func TestBackfillJobCommands(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d dialectEnv) {
+		d.run(t, "schedule", "add", "minutely", "--workflow-type", "w", "--cron", "* * * * *", "--overlap", "allow_all")
+		out := d.run(t, "schedule", "backfill", "minutely", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-08T00:00:00Z", "--max-per-minute", "1", "--max-concurrent", "50")
+		m := regexp.MustCompile(`^Backfill ([0-9A-Z]{26}) of schedule minutely: running, 0%: 1 started · 0 skipped · 10079 remaining of 10080 · ETA \S+\.\nFollow it with 'tideline backfill describe ([0-9A-Z]{26})'\.\n$`).FindStringSubmatch(out)
+		require.NotNil(t, m, out)
+		id := m[1]
+		out = d.run(t, "backfill", "pause", id, "--reason", "workers busy")
+		require.Equal(t, "Paused backfill "+id+" of schedule minutely: paused, 0%: 1 started · 0 skipped · 10079 remaining of 10080.\n", out)
+		out = d.run(t, "backfill", "resume", id)
+		require.Contains(t, out, "Resumed backfill "+id+" of schedule minutely: running, 0%: 1 started")
+		out = d.run(t, "backfill", "list", "--status", "running", "--output", "json")
+		require.Contains(t, out, `"max_concurrent_runs": 50`)
+		out = d.run(t, "backfill", "cancel", id)
+		require.Regexp(t, "^Cancelled backfill "+id+` of schedule minutely: cancelled, 0%: 1 started · 0 skipped · 10079 remaining of 10080 \(cancelled by alice\)\.\n$`, out)
+		_, err := d.fail(t, "backfill", "cancel", id)
+		require.EqualError(t, err, "backfill_finished: backfill "+id+" has already ended (cancelled)")
+		_, err = d.fail(t, "backfill", "describe", "01KXNR6R809X7XT0RFJDNTWDR2")
+		require.ErrorContains(t, err, "backfill_not_found")
 	})
 }
 
@@ -261,9 +296,9 @@ func TestScheduleHistoryPaging(t *testing.T) {
 		start := time.Now()
 		d.run(t, "schedule", "add", "hourly", "--workflow-type", "w", "--every", "PT1H", "--overlap", "allow_all")
 		// 150 hourly occurrences: 151 events with ScheduleCreated.
-		out := d.run(t, "schedule", "backfill", "hourly", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-07T06:00:00Z")
-		require.True(t, strings.HasSuffix(out, "\n150 occurrences: 150 started\n"), out[max(0, len(out)-200):])
-		require.Equal(t, 152, strings.Count(out, "\n"), "header, 150 rows, summary")
+		out := d.run(t, "schedule", "backfill", "hourly", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-07T06:00:00Z", "--wait")
+		require.True(t, strings.HasSuffix(out, "completed, 100%: 150 started · 0 skipped · 0 remaining of 150.\n") ||
+			strings.HasSuffix(out, "\ncompleted, 100%: 150 started · 0 skipped · 0 remaining of 150\n"), out)
 
 		golden(t, d, "schedule_history_page.golden", normalize(d.run(t, "schedule", "history", "hourly", "--limit", "5"), start))
 

@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/tidelinehq/tideline/auth"
@@ -33,9 +33,19 @@ func runServe(ctx context.Context, e env, args []string) error {
 	tlsCert := fs.String("tls-cert", envOr(e, "TIDELINE_TLS_CERT", ""), "TLS certificate file (with --tls-key): serve HTTPS")
 	tlsKey := fs.String("tls-key", envOr(e, "TIDELINE_TLS_KEY", ""), "TLS private key file")
 	trustProxy := fs.Bool("trust-proxy", envOr(e, "TIDELINE_TRUST_PROXY", "") == "1", "behind a TLS-terminating proxy: honour X-Forwarded-Proto=https for Secure cookies")
+	trustedProxies := fs.String("trusted-proxy", envOr(e, "TIDELINE_TRUSTED_PROXIES", ""), "with --trust-proxy: the proxies' addresses or CIDR prefixes, comma-separated, whose X-Forwarded-For/-Proto are believed (env TIDELINE_TRUSTED_PROXIES; default loopback and private ranges)")
+	defaultPolls, pollsEnvErr := web.DefaultMaxPollsPerPrincipal, error(nil)
+	if v := envOr(e, "TIDELINE_MAX_POLLS_PER_PRINCIPAL", ""); v != "" {
+		defaultPolls, pollsEnvErr = strconv.Atoi(v)
+	}
+	maxPolls := fs.Int("max-polls-per-principal", defaultPolls, "worker polls (long or not) one token may have in flight; past it a poll is answered 429 with Retry-After (env TIDELINE_MAX_POLLS_PER_PRINCIPAL)")
 	publicURL := fs.String("public-url", envOr(e, "TIDELINE_PUBLIC_URL", ""), "the console's address as notification receivers should link to it, e.g. https://tideline.example.com (env TIDELINE_PUBLIC_URL; default http://ADDR)")
 	lateAfter := fs.Duration("late-after", scheduling.DefaultLateAfter, "report a fire this much later than its occurrence as fire_late")
 	allowPrivate := fs.Bool("allow-private-notifiers", envOr(e, "TIDELINE_ALLOW_PRIVATE_NOTIFIERS", "") == "1", "let notifiers post to loopback, private and link-local addresses (refused by default: a notifier URL must not reach internal services)")
+	var sf shutdownFlags
+	sf.bind(fs)
+	allowPrivateTargets := fs.Bool("allow-private-targets", envOr(e, "TIDELINE_ALLOW_PRIVATE_TARGETS", "") == "1", "let HTTP targets call loopback, private and link-local addresses (refused by default, checked when saved and at every connection) (env TIDELINE_ALLOW_PRIVATE_TARGETS=1)")
+	httpConcurrency := fs.Int("http-concurrency", scheduling.DefaultHTTPConcurrency, "HTTP target requests in flight at most, shared fairly: one namespace holds at most half, one of its hosts a quarter")
 	demo := fs.Bool("demo", false, "seed example schedules and run sample workflows in-process, so the console shows live data (in "+demoSQLiteFile+" unless --database is given; delete that file to reset)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -50,6 +60,18 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	if err := lf.validate(); err != nil {
 		return err
+	}
+	if pollsEnvErr != nil {
+		return usagef("invalid TIDELINE_MAX_POLLS_PER_PRINCIPAL: want a whole number")
+	}
+	if *maxPolls < 1 || *maxPolls > 100_000 {
+		return usagef("invalid --max-polls-per-principal %d: want 1 to 100000", *maxPolls)
+	}
+	if err := sf.validate(cfg.Addr); err != nil {
+		return err
+	}
+	if *httpConcurrency < 1 || *httpConcurrency > 4096 {
+		return usagef("invalid --http-concurrency %d: want 1-4096", *httpConcurrency)
 	}
 	if *lateAfter < time.Second {
 		return usagef("invalid --late-after %s: want at least 1s", *lateAfter)
@@ -78,6 +100,12 @@ func runServe(ctx context.Context, e env, args []string) error {
 			"so local mode would serve anyone who reaches the proxy as admin.\n" +
 			"Create a token with 'tideline token create --name you --role admin' and start with --tokens-file FILE")
 	}
+	var proxies []netip.Prefix
+	if *trustedProxies != "" {
+		if proxies, err = web.ParseTrustedProxies(*trustedProxies); err != nil || len(proxies) == 0 {
+			return usagef("invalid --trusted-proxy %q: want addresses or CIDR prefixes, comma-separated (e.g. 10.0.0.5,10.1.0.0/16)", *trustedProxies)
+		}
+	}
 	sessions, err := auth.NewSessions(*sessionSecret, *sessionTTL)
 	if err != nil {
 		return &UsageError{Msg: "invalid --session-secret: " + err.Error()}
@@ -95,6 +123,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		*publicURL = scheme + "://" + cfg.Addr
 	}
 	cfg.Notify = scheduling.NotifyConfig{PublicURL: *publicURL, LateAfter: *lateAfter, AllowPrivate: *allowPrivate}
+	cfg.Targets = scheduling.TargetConfig{AllowPrivate: *allowPrivateTargets, Concurrency: *httpConcurrency}
 	a, err := openApp(ctx, &cfg, logger)
 	if err != nil {
 		return err
@@ -108,22 +137,33 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	m := metrics.New(db)
 	a.service.ObserveNotifications(m.ObserveDelivery)
+	a.service.ObserveTargets(m.ObserveTargetAttempt)
+	m.ObserveTargetPool(a.service.TargetPool())
 	srv := web.NewServer(web.Deps{DB: db, Service: a.service, Logger: logger, Version: Version, Namespace: cfg.Namespace, Metrics: m,
-		Auth: web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy}})
+		Auth:                 web.Auth{Store: store, Sessions: sessions, SecureCookies: *tlsCert != "", TrustProxy: *trustProxy, TrustedProxies: proxies},
+		MaxPollsPerPrincipal: *maxPolls})
 	httpServer := web.NewHTTPServer(srv)
 
 	loop := lf.loop(a.service, logger)
-	loop.OnPass, loop.OnPrepared = m.ObservePass, m.ObservePrepared
+	loop.OnPass, loop.OnPrepared, loop.OnTask = m.ObservePass, m.ObservePrepared, m.ObserveTask
+	loop.OnConnectionLost = m.ObserveConnectionLost
 	if !*noLoop {
-		loop.Start(ctx)
+		// Not ctx: the loop fires through the drain after SIGTERM and
+		// stops in shutdownServe.
+		loop.Start(context.WithoutCancel(ctx))
 		defer loop.Stop()
+		backfills := lf.backfillWorker(a.service, logger)
+		backfills.Start(ctx)
+		defer backfills.Stop()
 	}
 
-	waitDemo := func() {}
+	var execs executors
 	if *demo {
-		if waitDemo, err = startDemo(ctx, a, cfg.namespaceOrDefault(), ln.Addr().String(), *tlsCert != "", store, logger); err != nil {
+		stopDemo, err := startDemo(ctx, a, cfg.namespaceOrDefault(), ln.Addr().String(), *tlsCert != "", store, logger)
+		if err != nil {
 			return err
 		}
+		execs.add("demo worker", stopDemo)
 	}
 
 	serveErr := make(chan error, 1)
@@ -142,14 +182,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return fmt.Errorf("serve http: %w", err)
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	waitDemo()
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := httpServer.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shut down http: %w", err)
-	}
-	return nil
+	return shutdownServe(sf, logger, a.service, &execs, loop, !*noLoop, httpServer)
 }
 
 // demoSQLiteFile holds serve --demo's data when no database is configured.
@@ -237,6 +270,12 @@ func (f *loopFlags) loop(svc *scheduling.Service, logger *slog.Logger) *scheduli
 	// Batches of 500: fewer, larger transactions when many schedules share
 	// an instant (the tick's multi-row writes make that cheap).
 	return &scheduling.Loop{Service: svc, Period: f.period, Limit: 500, Ahead: f.ahead, Logger: logger, Retention: f.retention}
+}
+
+// backfillWorker builds the backfill job worker beside the loop: its own
+// goroutine, yielding while fires are due (prepared ones included).
+func (f *loopFlags) backfillWorker(svc *scheduling.Service, logger *slog.Logger) *scheduling.BackfillWorker {
+	return &scheduling.BackfillWorker{Service: svc, Period: f.period, Ahead: f.ahead, Logger: logger}
 }
 
 // parseRetention reads --retain-runs and --purge-deleted-after: "0" turns

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -13,11 +14,23 @@ import (
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
-// clearable are the fields --clear resets: nullable ones to null, maps to
-// {}, text to "", jitter to 0, action parts to absent.
-var clearable = []string{"connection", "queue", "max_runs", "note", "labels", "memo", "search_attributes", "jitter_seconds",
-	"input", "workflow_class", "execution_timeout_seconds", "run_timeout_seconds", "cron_expressions", "intervals",
-	"retry_policy", "pause_after_failures", "catchup_window_seconds", "start_deadline_seconds"}
+// partClears are the parts of spec and action --clear resets (to absent);
+// spec and action are sent whole, so the part is cleared in the copy.
+var partClears = []string{"cron_expressions", "intervals", "input", "workflow_class", "execution_timeout_seconds",
+	"run_timeout_seconds", "retry_policy"}
+
+// clearable are the names --clear takes: every field of the table that
+// has an empty value (nullable ones go to null, maps to {}, text to "",
+// jitter to 0; scheduling.Fields), then the parts of spec and action.
+var clearable = func() []string {
+	var out []string
+	for _, f := range scheduling.Fields {
+		if f.Nullable || f.ClearJSON != "" {
+			out = append(out, f.Key)
+		}
+	}
+	return append(out, partClears...)
+}()
 
 func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule update <id>", `tideline schedule update daily-sync --cron "0 3 * * *" --label team=data --clear max_runs`, e).withActor()
@@ -137,10 +150,6 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 		}
 		p.JitterSeconds = &j
 	}
-	if cleared("jitter_seconds") {
-		zero := 0
-		p.JitterSeconds = &zero
-	}
 	if c.isSet("max-runs") {
 		p.MaxRuns = maxRuns
 	}
@@ -150,30 +159,30 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	if c.isSet("queue") {
 		p.Queue = queue
 	}
-	for _, f := range apijson.NullableFields {
-		if cleared(f) {
-			p.Clear = append(p.Clear, f)
-		}
-	}
 	if c.isSet("note") {
 		p.Note = note
 	}
-	if cleared("note") {
-		empty := ""
-		p.Note = &empty
-	}
 	for _, m := range []struct {
-		field string
-		set   map[string]string
-		dst   **map[string]string
-	}{{"labels", labels, &p.Labels}, {"memo", memo, &p.Memo}, {"search_attributes", attrs, &p.SearchAttributes}} {
+		set map[string]string
+		dst **map[string]string
+	}{{labels, &p.Labels}, {memo, &p.Memo}, {attrs, &p.SearchAttributes}} {
 		if m.set != nil {
 			v := m.set
 			*m.dst = &v
 		}
-		if cleared(m.field) {
-			v := map[string]string{}
-			*m.dst = &v
+	}
+	// --clear of a whole field, as the field table says: null, or its
+	// empty value (over any flag that set it).
+	for _, f := range scheduling.Fields {
+		switch {
+		case !cleared(f.Key):
+		case f.Nullable:
+			p.Clear = append(p.Clear, f.Key)
+		case f.ClearJSON != "":
+			if p.Set == nil {
+				p.Set = map[string]json.RawMessage{}
+			}
+			p.Set[f.Key] = json.RawMessage(f.ClearJSON)
 		}
 	}
 	if p.Empty() {

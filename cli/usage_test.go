@@ -60,7 +60,7 @@ func TestScheduleUsageErrors(t *testing.T) {
 		{"bad output", []string{"schedule", "list", "--output", "yaml"}, `invalid --output "yaml": want table, json, jsonl`},
 		{"bad status", []string{"schedule", "list", "--status", "active,sleeping"}, `invalid --status "sleeping"`},
 		{"add without workflow type", []string{"schedule", "add", "x", "--cron", "@daily"}, "missing --workflow-type"},
-		{"add without spec", []string{"schedule", "add", "x", "--workflow-type", "w"}, "give at least one --cron or --every"},
+		{"add without spec", []string{"schedule", "add", "x", "--workflow-type", "w"}, "give at least one --cron, --every or --at"},
 		{"add with calendar interval", []string{"schedule", "add", "x", "--workflow-type", "w", "--every", "1 month"},
 			`invalid --every "1 month": months and years have no fixed length; use a cron expression`},
 		{"add with bad interval", []string{"schedule", "add", "x", "--workflow-type", "w", "--every", "often"}, `invalid --every "often"`},

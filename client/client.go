@@ -7,9 +7,12 @@
 //	c, err := client.New("https://tideline.example.com", client.WithToken(token), client.WithNamespace("payments"))
 //	for s, err := range c.ListSchedules(ctx, client.ListSchedulesOptions{}) { … }
 //
-// Only idempotent requests are retried (GET, DELETE and dry runs), on
-// transport errors and 429/502/503/504: retrying a trigger or a backfill
-// could start a run twice.
+// Only idempotent requests are retried (GET, DELETE, dry runs and
+// previews), on transport errors and 429/502/503/504 — a database restart
+// or failover answers 503 database_unavailable with Retry-After, which the
+// wait honours (up to maxRetryAfter): retrying a trigger or a backfill
+// could start a run twice, and a create whose commit was cut could answer
+// its own retry schedule_already_exists, so those are the caller's call.
 package client
 
 import (
@@ -41,6 +44,7 @@ type Client struct {
 	attempts  int
 	backoff   func(attempt int) time.Duration
 	userAgent string
+	source    string
 }
 
 // Option configures a Client.
@@ -54,6 +58,7 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 func WithNamespace(ns string) Option { return func(c *Client) { c.namespace = ns } }
 
 // WithHTTPClient replaces http.DefaultClient (timeouts, TLS roots, proxies).
+// The client uses a copy of h that never follows redirects.
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
 
 // WithRetries sets how many times an idempotent request is tried in all
@@ -71,6 +76,12 @@ func WithRetries(attempts int, backoff func(attempt int) time.Duration) Option {
 // WithUserAgent names the caller in the server's request logs.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
+// WithSource names the Tideline tool behind the client's changes ("cli" or
+// "apply"), sent as X-Tideline-Source and recorded by the server as the
+// audit stream's source instead of "api" (CONTRACT §16); the server
+// refuses other values (422).
+func WithSource(source string) Option { return func(c *Client) { c.source = source } }
+
 // New returns a client of the server at baseURL (scheme, host and any path
 // prefix a proxy adds; not the API prefix).
 func New(baseURL string, opts ...Option) (*Client, error) {
@@ -82,14 +93,54 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("invalid server URL %q: no query or fragment", baseURL)
 	}
 	c := &Client{
-		base: strings.TrimSuffix(u.String(), "/"), http: http.DefaultClient, attempts: 3,
+		base: strings.TrimSuffix(u.String(), "/"), http: http.DefaultClient, attempts: defaultAttempts,
 		backoff: defaultBackoff, userAgent: "tideline-go-client",
 	}
 	for _, o := range opts {
 		o(c)
 	}
+	c.http = refusingRedirects(c.http)
 	return c, nil
 }
+
+// refusingRedirects returns a copy of h (the caller's client is left as it
+// is) that hands a redirect back as the answer instead of following it. A
+// followed redirect carries the request on — Go's client keeps the
+// Authorization header to another port of the same host, and a 307 or 308
+// re-sends the body (a notifier's secret) to whatever host it names — so an
+// API call never follows one; once reports it as a *RedirectError.
+func refusingRedirects(h *http.Client) *http.Client {
+	cp := *h
+	cp.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cp
+}
+
+// RedirectError is a 3xx answer to an API call, which the client does not
+// follow (see refusingRedirects). Location is where the server (or a proxy
+// in front of it) pointed, "" when it named nowhere.
+type RedirectError struct {
+	Method     string
+	URL        string // the request's URL without its query
+	StatusCode int
+	Location   string
+}
+
+func (e *RedirectError) Error() string {
+	to := "no Location"
+	if e.Location != "" {
+		to = "Location " + e.Location
+	}
+	return fmt.Sprintf("%s %s: the server answered %d with a redirect (%s), which API calls never follow (the token would go along): "+
+		"check that the server URL is the one the API is served from", e.Method, e.URL, e.StatusCode, to)
+}
+
+// defaultAttempts rides out a promoted standby: with the default backoff
+// and the server's Retry-After of 1 s, five attempts span about 4.6 s, and
+// a failover measured 2–3 s without a primary (docs/PRODUCTION.md).
+const defaultAttempts = 5
+
+// maxRetryAfter bounds how long a server's Retry-After may hold a retry.
+const maxRetryAfter = 10 * time.Second
 
 func defaultBackoff(attempt int) time.Duration {
 	return min(200*time.Millisecond<<(attempt-1), 5*time.Second)
@@ -106,6 +157,9 @@ type Error struct {
 	Message    string
 	Fields     map[string]string
 	RequestID  string
+	// RetryAfter is the answer's Retry-After (503 database_unavailable
+	// carries one); zero when absent.
+	RetryAfter time.Duration
 }
 
 // Error reads "code: message", or "code: field: message; …" for field
@@ -133,6 +187,9 @@ var (
 	ErrNotFound     = errors.New("not found")       // 404: absent, or in a namespace the token cannot see
 	ErrConflict     = errors.New("conflict")        // 409: not allowed in the current state
 	ErrInvalid      = errors.New("invalid request") // 400 and 422: bad JSON or field errors
+	// ErrUnavailable: 503, the server busy or its database unavailable
+	// (code database_unavailable) — the request may succeed if sent again.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Is matches the sentinel of the error's status.
@@ -148,16 +205,22 @@ func (e *Error) Is(target error) bool {
 		return target == ErrConflict
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return target == ErrInvalid
+	case http.StatusServiceUnavailable:
+		return target == ErrUnavailable
 	}
 	return false
 }
 
 // request is one API call.
 type request struct {
-	method     string
-	path       string // under APIPrefix
-	query      url.Values
-	body       any // JSON-encoded when non-nil
+	method string
+	path   string // under APIPrefix
+	query  url.Values
+	body   any // JSON-encoded when non-nil
+	// idempotent requests are retried: sending one twice has the effect
+	// of sending it once. The worker protocol's reports (heartbeat,
+	// complete, fail) are, by design: a repeat of a report that was
+	// applied answers 409 run_not_running, never a second effect.
 	idempotent bool
 }
 
@@ -178,14 +241,18 @@ func (c *Client) do(ctx context.Context, r request, out any) error {
 	if r.idempotent {
 		attempts = c.attempts
 	}
-	var lastErr error
+	var (
+		lastErr    error
+		retryAfter time.Duration
+	)
 	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 {
-			if err := wait(ctx, c.backoff(attempt-1)); err != nil {
+			if err := wait(ctx, max(c.backoff(attempt-1), retryAfter)); err != nil {
 				return lastErr
 			}
 		}
 		retry, err := c.once(ctx, r.method, target, body, out)
+		retryAfter = retryAfterOf(err)
 		if err == nil {
 			return nil
 		}
@@ -209,6 +276,9 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
+	if c.source != "" {
+		req.Header.Set("X-Tideline-Source", c.source)
+	}
 	if body != nil {
 		// The API refuses bodies of other types with 415.
 		req.Header.Set("Content-Type", "application/json")
@@ -229,6 +299,9 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 	if err != nil {
 		return true, fmt.Errorf("%s %s: read response: %w", method, redact(target), err)
 	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return false, &RedirectError{Method: method, URL: redact(target), StatusCode: resp.StatusCode, Location: resp.Header.Get("Location")}
+	}
 	if resp.StatusCode >= 300 {
 		apiErr := decodeError(resp, data)
 		switch resp.StatusCode {
@@ -246,8 +319,21 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 	return false, nil
 }
 
+// retryAfterOf is the wait an error answer asked for (Retry-After in
+// seconds), at most maxRetryAfter; zero when none.
+func retryAfterOf(err error) time.Duration {
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.RetryAfter <= 0 {
+		return 0
+	}
+	return min(apiErr.RetryAfter, maxRetryAfter)
+}
+
 func decodeError(resp *http.Response, data []byte) *Error {
 	e := &Error{StatusCode: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
 	var body apijson.ErrorBody
 	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
 		e.Code, e.Message, e.Fields = body.Error.Code, body.Error.Message, body.Error.Fields

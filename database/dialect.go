@@ -33,6 +33,10 @@ type Dialect interface {
 	// the driver's error code (not by matching message text, which drivers
 	// are free to reword).
 	IsUniqueViolation(err error) bool
+	// Unavailable reports whether err says the database is unreachable or
+	// dropped the connection (see the package function Unavailable, which
+	// the error handler uses without knowing the dialect).
+	Unavailable(err error) bool
 	// TypedArrays reports whether a Go slice binds as one typed array
 	// parameter (pgdialect.Array), so a batch of rows can be written by
 	// unnest with a statement the same size for 1 row or 500. Without it,
@@ -73,6 +77,14 @@ type Dialect interface {
 	// (scheduling/prepare.go). SQLite's one writer would block everything
 	// else for that long.
 	CanFireAhead() bool
+	// PastBy is a condition true when the time column plus seconds (an
+	// SQL integer expression, which may hold parameters of its own) is at
+	// or before the query's next argument, a time: "a run pending longer
+	// than its schedule's start deadline" is one row's time plus another
+	// column. PostgreSQL adds an interval; SQLite stores times as text, so
+	// it compares Julian day numbers (millisecond precision, ample for
+	// thresholds of seconds).
+	PastBy(timeExpr, secondsExpr string) string
 }
 
 // Dialect names, as Name returns them.
@@ -136,6 +148,9 @@ func (postgres) Vacuum(ctx context.Context, db bun.IDB, table string) error {
 }
 func (postgres) SingleWriter() bool { return false }
 func (postgres) CanFireAhead() bool { return true }
+func (postgres) PastBy(timeExpr, secondsExpr string) string {
+	return "(" + timeExpr + " + (" + secondsExpr + ") * INTERVAL '1 second') <= ?"
+}
 
 type sqlite struct{}
 
@@ -189,6 +204,9 @@ func (sqlite) MigrationTx(ctx context.Context, db *bun.DB, _ int64, fn func(ctx 
 func (sqlite) SingleWriter() bool                            { return true }
 func (sqlite) Vacuum(context.Context, bun.IDB, string) error { return nil }
 func (sqlite) CanFireAhead() bool                            { return false }
+func (sqlite) PastBy(timeExpr, secondsExpr string) string {
+	return "(julianday(" + timeExpr + ") + (" + secondsExpr + ") / 86400.0) <= julianday(?)"
+}
 func (sqlite) IsUniqueViolation(err error) bool {
 	var lite interface{ Code() int }
 	if errors.As(err, &lite) {

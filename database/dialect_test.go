@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
@@ -43,6 +44,28 @@ func TestDialectConformance(t *testing.T) {
 			got = nil
 			require.NoError(t, db.NewRaw("SELECT id FROM dup WHERE "+d.JSONTextParam("doc")+" = ?", "odd key", "v").Scan(ctx, &got))
 			require.Equal(t, []string{"a"}, got, "a key with a space, bound as a parameter")
+		})
+		t.Run("PastBy", func(t *testing.T) {
+			// A stored time plus a per-row number of seconds, compared with
+			// a time parameter, on both sides of the boundary.
+			_, err := db.ExecContext(ctx, "CREATE TABLE waits (id text PRIMARY KEY, at "+timeType(d)+", secs integer)")
+			require.NoError(t, err)
+			base := time.Date(2026, 12, 2, 6, 0, 0, 250_000_000, time.UTC)
+			for _, row := range []struct {
+				id   string
+				secs int
+			}{{"short", 60}, {"long", 3600}} {
+				_, err := db.NewRaw("INSERT INTO waits (id, at, secs) VALUES (?, ?, ?)", row.id, base, row.secs).Exec(ctx)
+				require.NoError(t, err)
+			}
+			past := func(now time.Time) []string {
+				var ids []string
+				require.NoError(t, db.NewRaw("SELECT id FROM waits WHERE "+d.PastBy("at", "COALESCE(secs, ?)")+" ORDER BY id", 5, now).Scan(ctx, &ids))
+				return ids
+			}
+			require.Empty(t, past(base.Add(59*time.Second)))
+			require.Equal(t, []string{"short"}, past(base.Add(61*time.Second)))
+			require.Equal(t, []string{"long", "short"}, past(base.Add(2*time.Hour)))
 		})
 		t.Run("Lock", func(t *testing.T) {
 			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -103,6 +126,13 @@ func TestDialectConformance(t *testing.T) {
 func jsonType(d database.Dialect) string {
 	if d.Name() == database.PostgreSQL {
 		return "jsonb"
+	}
+	return "text"
+}
+
+func timeType(d database.Dialect) string {
+	if d.Name() == database.PostgreSQL {
+		return "timestamptz"
 	}
 	return "text"
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -89,7 +91,18 @@ func openPostgres(rawURL string) (*bun.DB, error) {
 	// text is unique: pgx's default (prepare and cache each statement) would
 	// add a round trip and fill the server's statement cache for nothing.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	sqldb := stdlib.OpenDB(*cfg)
+	// A statement whose context ends (a shutdown, a worker hanging up on
+	// its long poll) is stopped by a deadline on its connection, not by
+	// pgx's default of a CancelRequest at once: the connection is dropped
+	// instead of reused, and pgx still sends one CancelRequest as it lets
+	// the connection go. Closing the database waits for those (cancels.go:
+	// PgBouncer 1.18 exits when a cancel client vanishes mid-request).
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	inFlight := &cancels{}
+	cfg.DialFunc = inFlight.wrap(cfg.DialFunc)
+	sqldb := sql.OpenDB(drainingConnector{Connector: stdlib.GetConnector(*cfg), cancels: inFlight})
 	sqldb.SetMaxOpenConns(20)
 	sqldb.SetMaxIdleConns(10)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)

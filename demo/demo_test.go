@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,11 +164,23 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	})
 	require.NoError(t, err)
 	newWorkflows(rand.NewPCG(5, 6), time.Millisecond).register(w)
+	// The schedules of CommandQueue run as shell commands, as serve --demo
+	// runs them (steps of no time here).
+	cw, err := worker.New(worker.Options{
+		BaseURL: ts.URL, Namespace: "demo", WorkerID: "demo-command-runner", Queue: CommandQueue, Concurrency: 8, LeaseSeconds: 30,
+		PollWait: time.Second, Backoff: func(int) time.Duration { return time.Millisecond },
+	})
+	require.NoError(t, err)
+	commands, err := NewRunner(nil, 0)
+	require.NoError(t, err)
+	commands.Register(cw)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- w.Run(ctx) }()
+	go func() { done <- cw.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
+		require.NoError(t, <-done)
 		require.NoError(t, <-done)
 	})
 
@@ -183,6 +196,7 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 	defer stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	commandRuns := 0
 	for _, id := range runIDs {
 		for {
 			run, err := svc.GetRun(deadline, "demo", id)
@@ -194,6 +208,16 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 				} else {
 					require.NotEmpty(t, *run.FailureMessage)
 				}
+				if run.Queue == CommandQueue {
+					commandRuns++
+					require.Equal(t, "demo-command-runner", *run.WorkerID, "a command run went to the command runner")
+					if run.Status == models.RunCompleted {
+						require.True(t, json.Valid(run.Output) && (strings.Contains(string(run.Output), "files_deleted") ||
+							strings.Contains(string(run.Output), `"rollup"`)), "the command's JSON stdout is the output: %s", run.Output)
+					} else {
+						require.Contains(t, []string{"exit_13", "exit_2"}, *run.FailureType)
+					}
+				}
 				break
 			}
 			select {
@@ -203,4 +227,5 @@ func TestDemoRunsEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	require.Equal(t, 2, commandRuns, "two demo schedules run as shell commands")
 }

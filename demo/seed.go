@@ -85,16 +85,18 @@ func schedules(namespace string) []scheduling.CreateInput {
 			Action:        models.Action{WorkflowType: WorkflowCleanup, Input: json.RawMessage(`{"target": "cache"}`)},
 			OverlapPolicy: scheduling.OverlapAllowAll,
 			JitterSeconds: 5,
+			Queue:         ptr(CommandQueue),
 			Labels:        labels("platform"),
-			Note:          "Every 45 seconds with up to 5 s of jitter (interval). allow_all: cleanups may overlap.",
+			Note:          "Every 45 seconds with up to 5 s of jitter (interval). allow_all: cleanups may overlap. Runs a shell command through the command runner (tideline worker).",
 		},
 		{
 			ScheduleID:    "demo-export-rollup",
 			Spec:          models.Spec{Intervals: []models.Interval{{Every: "PT25S"}}, Timezone: "UTC"},
 			Action:        models.Action{WorkflowType: WorkflowReport, Input: json.RawMessage(`{"report": "rollup", "format": "parquet"}`)},
 			OverlapPolicy: scheduling.OverlapTerminateOther,
+			Queue:         ptr(CommandQueue),
 			Labels:        labels("platform"),
-			Note:          "Every 25 seconds (interval). terminate_other: a fresh fire stops the previous export at once.",
+			Note:          "Every 25 seconds (interval). terminate_other: a fresh fire stops the previous export at once (its shell command gets SIGTERM).",
 		},
 	}
 	for i := range out {
@@ -104,3 +106,5 @@ func schedules(namespace string) []scheduling.CreateInput {
 }
 
 func seconds(n int64) *int64 { return &n }
+
+func ptr[T any](v T) *T { return &v }

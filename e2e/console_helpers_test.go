@@ -145,26 +145,35 @@ func (a *apiClient) createSchedule(s sched) {
 	a.must(http.MethodPost, "/schedules", body, http.StatusCreated, nil)
 }
 
-// backfillReport is the API's backfill answer.
-type backfillReport struct {
-	Outcome     string `json:"outcome"`
-	Occurrences int    `json:"occurrences"`
-	Results     []struct {
-		OccurrenceTime string `json:"occurrence_time"`
-		InstanceID     string `json:"instance_id"`
-		RunID          string `json:"run_id"`
-		Outcome        string `json:"outcome"`
-	} `json:"results"`
+// backfillJob is the API's answer to a backfill (a job, SPEC §18).
+type backfillJob struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Total   int    `json:"total"`
+	Started int    `json:"started"`
+	Skipped int    `json:"skipped"`
 }
 
-// backfill starts every occurrence of id in [from, to) with allow_all.
-func (a *apiClient) backfill(id string, from, to time.Time) backfillReport {
+// backfill starts a backfill job of [from, to) through the API and waits
+// (polling the job) until it completed: windows of up to 500 occurrences
+// are done in the answer itself, even on a server started with --no-loop.
+func (a *apiClient) backfill(id string, from, to time.Time) backfillJob {
 	a.t.Helper()
-	var rep backfillReport
+	var env struct {
+		Backfill backfillJob `json:"backfill"`
+	}
 	a.must(http.MethodPost, "/schedules/"+url.PathEscape(id)+"/backfill", map[string]any{
 		"from": from.UTC().Format(time.RFC3339), "to": to.UTC().Format(time.RFC3339), "overlap_policy": "allow_all",
-	}, http.StatusOK, &rep)
-	return rep
+	}, http.StatusAccepted, &env)
+	deadline := time.Now().Add(60 * time.Second)
+	for env.Backfill.Status == "running" && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling a condition, with a deadline
+		a.must(http.MethodGet, "/backfills/"+env.Backfill.ID, nil, http.StatusOK, &env)
+	}
+	if env.Backfill.Status != "completed" {
+		a.t.Fatalf("backfill of %s: %+v, want completed", id, env.Backfill)
+	}
+	return env.Backfill
 }
 
 // historySequences reads the whole audit stream of id through the API (the

@@ -106,7 +106,8 @@ func TestLedgerBackfillsTheMissedOnes(t *testing.T) {
 		must(t, "confirm", result.GetByTestId("backfill-confirm").Click())
 		must(t, "started", expect.Locator(result).ToHaveAttribute("data-dry-run", "false"))
 		must(t, "started count", expect.Locator(result.GetByTestId("backfill-count")).ToHaveText(strconv.Itoa(n)))
-		must(t, "every one started", expect.Locator(result.Locator(`[data-testid="outcome-badge"][data-outcome="started"]`)).ToHaveCount(n))
+		must(t, "the job is done", expect.Locator(result.GetByTestId("backfill-job")).ToHaveAttribute("data-status", "completed"))
+		must(t, "every one started", expect.Locator(result.GetByTestId("backfill-started")).ToHaveText(strconv.Itoa(n)))
 		must(t, "close the modal", modal.GetByTestId("modal-close").Click())
 
 		// Reloaded, exactly those cells are started (and link to their

@@ -118,7 +118,8 @@ func TestWithoutJavaScript(t *testing.T) {
 				[]string{"2026-03-01 03:00 UTC", "2026-03-02 03:00 UTC", "2026-03-03 03:00 UTC"}))
 			must(t, "confirm", result.GetByTestId("backfill-confirm").Click())
 			must(t, "started", expect.Locator(result).ToHaveAttribute("data-dry-run", "false"))
-			must(t, "all started", expect.Locator(result.GetByTestId("outcome-badge")).ToHaveText([]string{"started", "started", "started"}))
+			must(t, "all started", expect.Locator(result.GetByTestId("backfill-started")).ToHaveText("3"))
+			must(t, "the job is done", expect.Locator(result.GetByTestId("backfill-job")).ToHaveAttribute("data-status", "completed"))
 		})
 
 		step(t, "history paging via links", func(t *testing.T) {

@@ -44,14 +44,16 @@ else
   policy="$(apt-cache policy chromium 2>/dev/null || true)"
   if [[ "$policy" != *"Candidate: "[0-9]* ]]; then
     say "chromium: package lists do not know chromium; running apt-get update"
-    as_root apt-get update -qq
+    as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
     updated=yes
   fi
+  # DPkg::Lock::Timeout: wait for another apt (a second checkout's setup)
+  # instead of failing at once on its lock.
   # --no-install-recommends skips upower, udev, mesa, printing…; headless
   # tests need none of them, only a font (fonts-liberation) for screenshots.
   apt_log="$(mktemp)"
   install_chromium() {
-    as_root apt-get install -y -q --no-install-recommends chromium fonts-liberation >"$apt_log" 2>&1
+    as_root apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends chromium fonts-liberation >"$apt_log" 2>&1
   }
   say "chromium: installing Debian's chromium package (about a minute)"
   if ! install_chromium; then
@@ -60,7 +62,7 @@ else
       die "apt-get install chromium failed"
     fi
     say "chromium: install failed; running apt-get update and retrying"
-    as_root apt-get update -qq
+    as_root apt-get -o DPkg::Lock::Timeout=300 update -qq
     install_chromium || { cat "$apt_log" >&2; die "apt-get install chromium failed"; }
   fi
   rm -f "$apt_log"

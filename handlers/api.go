@@ -3,9 +3,9 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -27,8 +27,21 @@ type API struct {
 // caller's name, recorded in command contexts.
 const ActorKey = "tideline.actor"
 
+// SourceHeader lets Tideline's own clients say which tool made an API
+// change (CONTRACT §16): "cli" or "apply", recorded as the command
+// context's source instead of "api"; anything else is refused
+// (CheckSourceHeader). It names a tool, not a person, so it needs no more
+// trust than the request itself.
+const SourceHeader = "X-Tideline-Source"
+
 // commandContext describes the caller for the audit stream.
 func commandContext(c echo.Context, source, reason string) *scheduling.CommandContext {
+	if source == scheduling.SourceAPI {
+		switch claimed := c.Request().Header.Get(SourceHeader); claimed {
+		case scheduling.SourceCLI, scheduling.SourceApply:
+			source = claimed
+		}
+	}
 	cc := &scheduling.CommandContext{Source: source, Reason: reason,
 		RequestID: c.Response().Header().Get(echo.HeaderXRequestID)}
 	if actor, ok := c.Get(ActorKey).(string); ok {
@@ -167,71 +180,20 @@ func (h *API) UpdateSchedule(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromDescription(d))
 }
 
-// parseUpdate decodes a PATCH body field by field, so that an absent field
-// and an explicit null differ (null clears max_runs, connection, queue).
+// parseUpdate decodes a PATCH body field by field through the field table
+// (scheduling.DecodePatch), so that an absent field and an explicit null
+// differ; a value of the wrong shape or an unknown key is a 400.
 func parseUpdate(raw map[string]json.RawMessage) (scheduling.UpdateInput, error) {
-	var in scheduling.UpdateInput
-	nullable := map[string]bool{"max_runs": true, "connection": true, "queue": true, "pause_after_failures": true, "catchup_window_seconds": true, "start_deadline_seconds": true}
-	for key, value := range raw {
-		if string(value) == "null" && !nullable[key] {
-			if _, known := updateFields[key]; known {
-				return in, scheduling.NewValidationError(key, "cannot be null; leave the field out to keep it")
-			}
-		}
-		var err error
-		switch key {
-		case "spec":
-			err = strictUnmarshal(value, &in.Spec)
-		case "action":
-			err = strictUnmarshal(value, &in.Action)
-		case "overlap_policy":
-			err = strictUnmarshal(value, &in.OverlapPolicy)
-		case "jitter_seconds":
-			err = strictUnmarshal(value, &in.JitterSeconds)
-		case "max_runs":
-			in.MaxRuns.Set = true
-			err = strictUnmarshal(value, &in.MaxRuns.Value)
-		case "connection":
-			in.Connection.Set = true
-			err = strictUnmarshal(value, &in.Connection.Value)
-		case "queue":
-			in.Queue.Set = true
-			err = strictUnmarshal(value, &in.Queue.Value)
-		case "pause_after_failures":
-			in.PauseAfterFailures.Set = true
-			err = strictUnmarshal(value, &in.PauseAfterFailures.Value)
-		case "catchup_window_seconds":
-			in.CatchupWindowSeconds.Set = true
-			err = strictUnmarshal(value, &in.CatchupWindowSeconds.Value)
-		case "start_deadline_seconds":
-			in.StartDeadlineSeconds.Set = true
-			err = strictUnmarshal(value, &in.StartDeadlineSeconds.Value)
-		case "labels":
-			err = strictUnmarshal(value, &in.Labels)
-		case "memo":
-			err = strictUnmarshal(value, &in.Memo)
-		case "search_attributes":
-			err = strictUnmarshal(value, &in.SearchAttributes)
-		case "note":
-			err = strictUnmarshal(value, &in.Note)
-		default:
-			return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "unknown field \"" + key + "\""}
-		}
-		if err != nil {
-			return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "field \"" + key + "\": " + describeJSONError(err)}
-		}
+	in, err := scheduling.DecodePatch(raw)
+	var unknown *scheduling.UnknownFieldError
+	var bad *scheduling.FieldDecodeError
+	switch {
+	case errors.As(err, &unknown):
+		return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "unknown field \"" + unknown.Key + "\""}
+	case errors.As(err, &bad):
+		return in, &BadRequestError{Code: scheduling.CodeInvalidJSON, Message: "field \"" + bad.Key + "\": " + describeJSONError(bad.Err)}
 	}
-	return in, nil
-}
-
-// updateFields are the fields PATCH accepts.
-var updateFields = map[string]struct{}{"spec": {}, "action": {}, "overlap_policy": {}, "jitter_seconds": {}, "max_runs": {},
-	"connection": {}, "queue": {}, "labels": {}, "memo": {}, "search_attributes": {}, "note": {}, "pause_after_failures": {}, "catchup_window_seconds": {}, "start_deadline_seconds": {}}
-
-func strictUnmarshal(data []byte, dst any) error {
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(dst)
+	return in, err
 }
 
 // DeleteSchedule answers DELETE /schedules/{id} (idempotent).
@@ -317,13 +279,28 @@ func (h *API) BackfillSchedule(c echo.Context) error {
 	if err := v.OrNil(); err != nil {
 		return err
 	}
-	rep, err := h.Service.Backfill(c.Request().Context(), ns, c.Param("schedule_id"), scheduling.BackfillInput{
-		From: from, To: to, OverlapPolicy: req.OverlapPolicy, DryRun: req.DryRun, CommandContext: commandContext(c, "api", ""),
-	})
+	in := scheduling.BackfillJobInput{
+		From: from, To: to, OverlapPolicy: req.OverlapPolicy, MaxPerMinute: req.MaxPerMinute, MaxConcurrentRuns: req.MaxConcurrentRuns,
+		CommandContext: commandContext(c, "api", req.Reason),
+	}
+	if req.DryRun {
+		if err := in.Validate(); err != nil {
+			return err
+		}
+		rep, err := h.Service.Backfill(c.Request().Context(), ns, c.Param("schedule_id"), scheduling.BackfillInput{
+			From: from, To: to, OverlapPolicy: req.OverlapPolicy, DryRun: true,
+		})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, apijson.FromBackfill(rep))
+	}
+	// Otherwise a job (SPEC §18): accepted at once, its first slice done.
+	job, err := h.Service.StartBackfill(c.Request().Context(), ns, c.Param("schedule_id"), in)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apijson.FromBackfill(rep))
+	return c.JSON(http.StatusAccepted, apijson.BackfillJobEnvelope{Backfill: apijson.FromBackfillJob(job, h.Clock.Now())})
 }
 
 // ScheduleHistory answers GET /schedules/{id}/history (CONTRACT §6 read contract).

@@ -30,6 +30,8 @@ type Console struct {
 	RunStore      RunKeeper
 	NotifierStore NotifierKeeper
 	Directory     NamespaceDirectory
+	VersionStore  VersionKeeper
+	BackfillStore BackfillKeeper
 	Version       string
 	// Namespace, when set, is the only namespace this server serves.
 	Namespace string
@@ -43,7 +45,7 @@ type Console struct {
 func NewConsole(svc *scheduling.Service, version, namespace string, clock scheduling.Clock) *Console {
 	h := &Console{Version: version, Namespace: namespace, Clock: clock}
 	if svc != nil {
-		h.Schedules, h.Changes, h.RunStore, h.NotifierStore, h.Directory = svc, svc, svc, svc, svc
+		h.Schedules, h.Changes, h.RunStore, h.NotifierStore, h.Directory, h.VersionStore, h.BackfillStore = svc, svc, svc, svc, svc, svc, svc
 	}
 	return h
 }
@@ -126,8 +128,8 @@ func (h *Console) SetTime(c echo.Context) error {
 		return scheduling.NewValidationError("pref", "must be empty (the schedule's zone), utc or local")
 	}
 	SetCookie(c, &http.Cookie{Name: timeCookie, Value: pref, Path: consolePrefix, MaxAge: 365 * 24 * 3600})
-	back := c.QueryParam("return_to")
-	if !strings.HasPrefix(back, consolePrefix+"/") || strings.HasPrefix(back, "//") {
+	back, ok := localPath(c.QueryParam("return_to"))
+	if !ok {
 		back = registryPath
 	}
 	return c.Redirect(http.StatusSeeOther, back)
@@ -228,6 +230,7 @@ func (r *request) layout(title, nav string) views.LayoutView {
 	// The main links keep a namespace that came from the URL, so that it
 	// stays the page's namespace from one section to the next.
 	l.HomeURL, l.SchedulesURL, l.RunsURL, l.NotifiersURL = r.url(consolePrefix), r.url(registryPath), r.url(runsPath), r.url(consolePrefix+"/notifiers")
+	l.BackfillsURL = r.url(backfillsPath)
 	return l
 }
 

@@ -172,7 +172,20 @@ func (h *Console) Backfill(c echo.Context) error {
 	v := r.backfillView(s)
 	v.From, v.To = strings.TrimSpace(c.FormValue("from")), strings.TrimSpace(c.FormValue("to"))
 	v.OverlapPolicy = c.FormValue("overlap_policy")
+	v.MaxPerMinute, v.MaxConcurrent = strings.TrimSpace(c.FormValue("max_per_minute")), strings.TrimSpace(c.FormValue("max_concurrent_runs"))
 	dryRun := c.FormValue("dry_run") == "1" || c.FormValue("dry_run") == "true"
+	pace := map[string]*int{}
+	for name, raw := range map[string]string{"max_per_minute": v.MaxPerMinute, "max_concurrent_runs": v.MaxConcurrent} {
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			v.Errors[name] = "must be a whole number"
+			continue
+		}
+		pace[name] = &n
+	}
 
 	loc := scheduleZone(s)
 	in := scheduling.BackfillInput{OverlapPolicy: v.OverlapPolicy, DryRun: dryRun, CommandContext: r.cc("")}
@@ -205,7 +218,35 @@ func (h *Console) Backfill(c echo.Context) error {
 	if len(v.Errors) > 0 {
 		return r.renderBackfill(http.StatusUnprocessableEntity, v)
 	}
-	rep, err := h.Changes.Backfill(c.Request().Context(), r.ns, s.ScheduleID, in)
+	job := scheduling.BackfillJobInput{From: in.From, To: in.To, OverlapPolicy: in.OverlapPolicy, Only: in.Only,
+		MaxPerMinute: pace["max_per_minute"], MaxConcurrentRuns: pace["max_concurrent_runs"], CommandContext: in.CommandContext}
+	var rep *scheduling.BackfillReport
+	err = job.Validate()
+	switch {
+	case err != nil:
+	case dryRun:
+		rep, err = h.Changes.Backfill(c.Request().Context(), r.ns, s.ScheduleID, in)
+		var val *scheduling.ValidationError
+		if errors.As(err, &val) && val.Code == scheduling.CodeBackfillTooLarge && in.Only == nil {
+			// Too many to list: count them and list the first ones; the
+			// job takes up to MaxBackfillJobOccurrences.
+			var outline *scheduling.BackfillOutline
+			if outline, err = h.BackfillStore.OutlineBackfill(c.Request().Context(), r.ns, s.ScheduleID, in.From, in.To, backfillListed); err == nil {
+				v.Result = r.backfillResult(outline.First, true, loc)
+				v.Result.Count, v.Result.Skipped = outline.Total, outline.AlreadyStarted
+				v.Result.Started = outline.Total - outline.AlreadyStarted
+				v.Result.NotListed = outline.Total - len(outline.First.Results)
+				return r.renderBackfill(http.StatusOK, v)
+			}
+		}
+	default:
+		var started *models.Backfill
+		if started, err = h.BackfillStore.StartBackfill(c.Request().Context(), r.ns, s.ScheduleID, job); err == nil {
+			jv := r.jobView(started, loc, r.url(scheduleURL(s.ScheduleID)))
+			v.Job = &jv
+			return r.renderBackfill(http.StatusOK, v)
+		}
+	}
 	if err != nil {
 		var val *scheduling.ValidationError
 		var conf *scheduling.ConflictError
@@ -213,7 +254,7 @@ func (h *Console) Backfill(c echo.Context) error {
 		case errors.As(err, &val):
 			for k, msg := range val.Fields {
 				switch k {
-				case "from", "to", "overlap_policy":
+				case "from", "to", "overlap_policy", "max_per_minute", "max_concurrent_runs":
 					v.Errors[k] = msg
 				default:
 					v.Errors[""] = strings.TrimPrefix(v.Errors[""]+"; ", "; ") + k + ": " + msg

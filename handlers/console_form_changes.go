@@ -12,26 +12,24 @@ import (
 // in the service's spelling, and the partial update for the changes.
 
 // editFields are the form's editable inputs, in form order, with the
-// UpdateInput group each belongs to.
-var editFields = []struct{ field, group string }{
-	{"cron_expressions", "spec"}, {"intervals", "spec"}, {"timezone", "spec"},
-	{"workflow_type", "action"}, {"workflow_class", "action"}, {"input", "action"},
-	{"execution_timeout_seconds", "action"}, {"run_timeout_seconds", "action"}, {"retry_policy", "action"},
-	{"overlap_policy", "overlap_policy"}, {"jitter_seconds", "jitter_seconds"}, {"max_runs", "max_runs"},
-	{"pause_after_failures", "pause_after_failures"}, {"catchup_window_seconds", "catchup_window_seconds"},
-	{"start_deadline_seconds", "start_deadline_seconds"},
-	{"connection", "connection"}, {"queue", "queue"}, {"labels", "labels"}, {"memo", "memo"}, {"note", "note"},
+// field each belongs to: the field table's parts that have a console
+// input (scheduling.ConsoleParts).
+var editFields = scheduling.ConsoleParts()
+
+// schedule is the form's definition as a schedule, the shape the field
+// table reads values from.
+func (f *scheduleForm) schedule() *models.Schedule {
+	return &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
+		CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note,
+		PauseAfterFailures: f.pauseAfter}
 }
 
 // canonical spells each editable field of a parsed form in one way, so
 // that "1 hour" and "PT1H", or {"a":1} and { "a": 1 }, compare equal.
 func (f *scheduleForm) canonical() map[string]string {
-	s := &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
-		CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note,
-		PauseAfterFailures: f.pauseAfter}
-	out := canonicalOf(s)
+	out := canonicalOf(f.schedule())
 	// A field that could not be read compares by what was typed.
-	raw := map[string]string{"intervals": f.values.Intervals, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
+	raw := map[string]string{"intervals": f.values.Intervals, "at": f.values.At, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
 		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds,
 		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "pause_after_failures": f.values.PauseAfterFailures,
 		"catchup_window_seconds": f.values.CatchupWindowSeconds, "start_deadline_seconds": f.values.StartDeadlineSeconds}
@@ -49,11 +47,14 @@ func canonicalOf(s *models.Schedule) map[string]string { return scheduling.Field
 
 // changes lists what saving the form would change on s.
 func (f *scheduleForm) changes(s *models.Schedule) []views.FieldChange {
+	// The secret is write-only, so the form cannot say which one is
+	// stored: the service's rule tells what this form does to it.
+	scheduling.CarryTargetSecret(f.action.Target, s.Action.Target)
 	from, to := canonicalOf(s), f.canonical()
 	var out []views.FieldChange
 	for _, ef := range editFields {
-		if from[ef.field] != to[ef.field] {
-			out = append(out, views.FieldChange{Field: ef.field, From: from[ef.field], To: to[ef.field]})
+		if from[ef.Part] != to[ef.Part] {
+			out = append(out, views.FieldChange{Field: ef.Part, From: from[ef.Part], To: to[ef.Part]})
 		}
 	}
 	return out
@@ -62,53 +63,13 @@ func (f *scheduleForm) changes(s *models.Schedule) []views.FieldChange {
 // update is the partial update for the changed fields only: the service
 // then records exactly those (its own comparison has the last word).
 func (f *scheduleForm) update(changes []views.FieldChange) scheduling.UpdateInput {
-	groups := map[string]bool{}
+	var fields []string
 	for _, ch := range changes {
 		for _, ef := range editFields {
-			if ef.field == ch.Field {
-				groups[ef.group] = true
+			if ef.Part == ch.Field {
+				fields = append(fields, ef.Field)
 			}
 		}
 	}
-	var in scheduling.UpdateInput
-	if groups["spec"] {
-		in.Spec = &f.spec
-	}
-	if groups["action"] {
-		in.Action = &f.action
-	}
-	if groups["overlap_policy"] {
-		in.OverlapPolicy = &f.overlap
-	}
-	if groups["jitter_seconds"] {
-		in.JitterSeconds = &f.jitter
-	}
-	if groups["max_runs"] {
-		in.MaxRuns = scheduling.Nullable[int64]{Set: true, Value: f.maxRuns}
-	}
-	if groups["start_deadline_seconds"] {
-		in.StartDeadlineSeconds = scheduling.Nullable[int64]{Set: true, Value: f.startDeadline}
-	}
-	if groups["catchup_window_seconds"] {
-		in.CatchupWindowSeconds = scheduling.Nullable[int]{Set: true, Value: f.catchup}
-	}
-	if groups["connection"] {
-		in.Connection = scheduling.Nullable[string]{Set: true, Value: f.connection}
-	}
-	if groups["queue"] {
-		in.Queue = scheduling.Nullable[string]{Set: true, Value: f.queue}
-	}
-	if groups["pause_after_failures"] {
-		in.PauseAfterFailures = scheduling.Nullable[int]{Set: true, Value: f.pauseAfter}
-	}
-	if groups["labels"] {
-		in.Labels = &f.labels
-	}
-	if groups["memo"] {
-		in.Memo = &f.memo
-	}
-	if groups["note"] {
-		in.Note = &f.note
-	}
-	return in
+	return scheduling.FieldPatch(f.schedule(), fields)
 }

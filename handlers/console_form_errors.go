@@ -25,7 +25,7 @@ func (f *scheduleForm) addErr(field, msg string) {
 	f.errs[field] = msg
 }
 
-var specFieldKey = regexp.MustCompile(`^spec\.(cron_expressions|intervals)\[(\d+)\](?:\.(every|offset))?$`)
+var specFieldKey = regexp.MustCompile(`^spec\.(cron_expressions|intervals|at)\[(\d+)\](?:\.(every|offset))?$`)
 
 // mapErrors files the service's field errors under the form's inputs
 // ("spec.cron_expressions[1]" → cron_expressions, naming the line), so each
@@ -46,8 +46,11 @@ func (f *scheduleForm) mapErrors(v *scheduling.ValidationError) {
 			i, _ := strconv.Atoi(m[2])
 			field = m[1]
 			lines := f.cronLines
-			if field == "intervals" {
+			switch field {
+			case "intervals":
 				lines = f.ivLines
+			case "at":
+				lines = f.atLines
 			}
 			if m[3] != "" {
 				msg = m[3] + ": " + msg
@@ -55,7 +58,8 @@ func (f *scheduleForm) mapErrors(v *scheduling.ValidationError) {
 			if i < len(lines) {
 				msg = fmt.Sprintf("line %d: %s", lines[i], msg)
 			}
-		case key == "spec.cron_expressions" || key == "spec.intervals" || key == "spec.timezone":
+		case key == "spec.cron_expressions" || key == "spec.intervals" || key == "spec.timezone" ||
+			key == "spec.at" || key == "spec.start_at" || key == "spec.end_at":
 			field = strings.TrimPrefix(key, "spec.")
 		case key == "spec":
 			field = "cron_expressions"

@@ -12,7 +12,7 @@ import (
 
 // preview is the live preview of the form's spec.
 func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
-	if len(f.spec.CronExpressions) == 0 && len(f.spec.Intervals) == 0 {
+	if len(f.spec.CronExpressions) == 0 && len(f.spec.Intervals) == 0 && len(f.spec.At) == 0 {
 		if msg := f.errs["intervals"]; msg != "" {
 			return views.SpecPreviewView{FieldErrors: map[string]string{"intervals": msg}}, false
 		}
@@ -24,7 +24,7 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 		if !errors.As(err, &val) {
 			return views.SpecPreviewView{Error: "cannot preview this spec"}, false
 		}
-		mapped := &scheduleForm{errs: map[string]string{}, spec: f.spec, cronLines: f.cronLines, ivLines: f.ivLines}
+		mapped := &scheduleForm{errs: map[string]string{}, spec: f.spec, cronLines: f.cronLines, ivLines: f.ivLines, atLines: f.atLines}
 		mapped.mapErrors(val)
 		if msg := f.errs["intervals"]; msg != "" {
 			mapped.addErr("intervals", msg)

@@ -28,6 +28,7 @@ type scheduleForm struct {
 	spec          models.Spec
 	cronLines     []int // the form line of each cron expression, for messages
 	ivLines       []int // the form line of each interval
+	atLines       []int // the form line of each at time
 	action        models.Action
 	overlap       string
 	jitter        int
@@ -46,6 +47,7 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 	v := views.ScheduleFormValues{
 		ScheduleID: strings.TrimSpace(c.FormValue("schedule_id")), CronExpressions: c.FormValue("cron_expressions"),
 		Intervals: c.FormValue("intervals"), Timezone: strings.TrimSpace(c.FormValue("timezone")),
+		At: c.FormValue("at"), StartAt: strings.TrimSpace(c.FormValue("start_at")), EndAt: strings.TrimSpace(c.FormValue("end_at")),
 		WorkflowType: strings.TrimSpace(c.FormValue("workflow_type")), WorkflowClass: strings.TrimSpace(c.FormValue("workflow_class")),
 		Input: c.FormValue("input"), ExecutionTimeoutSeconds: strings.TrimSpace(c.FormValue("execution_timeout_seconds")),
 		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
@@ -58,15 +60,23 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		MaxAttempts: strings.TrimSpace(c.FormValue("retry_policy.max_attempts")), RetryInitial: strings.TrimSpace(c.FormValue("retry_policy.initial_interval_seconds")),
 		RetryCoefficient: strings.TrimSpace(c.FormValue("retry_policy.backoff_coefficient")), RetryMaxInterval: strings.TrimSpace(c.FormValue("retry_policy.max_interval_seconds")),
 		NonRetryable: c.FormValue("retry_policy.non_retryable_error_types"), PauseAfterFailures: strings.TrimSpace(c.FormValue("pause_after_failures")),
+		TargetKind: strings.TrimSpace(c.FormValue("target.kind")), TargetURL: strings.TrimSpace(c.FormValue("target.url")),
+		TargetMethod: strings.TrimSpace(c.FormValue("target.method")), TargetTimeout: strings.TrimSpace(c.FormValue("target.timeout_seconds")),
+		TargetHeaders: c.FormValue("target.headers"), TargetBearer: c.FormValue("target.auth") == "bearer",
+		TargetSecret: c.FormValue("target.secret"), TargetClearSecret: c.FormValue("target.clear_secret") == "1",
 	}
 	return parseScheduleForm(v)
 }
 
 func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 	f := &scheduleForm{values: v, errs: map[string]string{}}
-	f.spec = models.Spec{CronExpressions: []string{}, Intervals: []models.Interval{}, Timezone: v.Timezone}
+	f.spec = models.Spec{CronExpressions: []string{}, Intervals: []models.Interval{}, Timezone: v.Timezone, StartAt: v.StartAt, EndAt: v.EndAt}
 	if f.spec.Timezone == "" {
 		f.spec.Timezone = "UTC"
+	}
+	for _, l := range formLines(v.At) {
+		f.spec.At = append(f.spec.At, l.text)
+		f.atLines = append(f.atLines, l.n)
 	}
 	for _, l := range formLines(v.CronExpressions) {
 		f.spec.CronExpressions = append(f.spec.CronExpressions, strings.Join(strings.Fields(l.text), " "))
@@ -120,6 +130,7 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 	f.memo = f.pairs("memo", v.Memo)
 	f.note = v.Note
 	f.action.RetryPolicy = f.retryPolicy(v)
+	f.action.Target = f.target(v)
 	if n := f.optInt("pause_after_failures", v.PauseAfterFailures); n != nil {
 		p := int(max(min(*n, 1<<31), -1<<31)) // the service judges the range
 		f.pauseAfter = &p
@@ -153,6 +164,37 @@ func (f *scheduleForm) retryPolicy(v views.ScheduleFormValues) *models.RetryPoli
 		}
 	}
 	return p
+}
+
+// target reads the target fields; "worker" (or nothing) is no target.
+// An empty secret keeps the stored one unless "remove" is ticked.
+func (f *scheduleForm) target(v views.ScheduleFormValues) *models.Target {
+	if v.TargetKind != models.TargetHTTP {
+		if v.TargetKind != "" && v.TargetKind != models.TargetWorker {
+			return &models.Target{Kind: v.TargetKind} // the service names what is wrong
+		}
+		return nil
+	}
+	t := &models.Target{Kind: models.TargetHTTP, URL: v.TargetURL, Method: v.TargetMethod}
+	if n := f.optInt("target.timeout_seconds", v.TargetTimeout); n != nil {
+		t.TimeoutSeconds = int(max(min(*n, 1<<31), -1)) // the service judges the range
+		if t.TimeoutSeconds == 0 {
+			t.TimeoutSeconds = -1 // a given 0 is refused, not the default
+		}
+	}
+	if h := f.pairs("target.headers", v.TargetHeaders); len(h) > 0 {
+		t.Headers = h
+	}
+	if v.TargetBearer {
+		t.Auth = "bearer"
+	}
+	switch {
+	case v.TargetSecret != "":
+		t.Secret = &v.TargetSecret
+	case v.TargetClearSecret:
+		t.Secret = new(string)
+	}
+	return t
 }
 
 func (f *scheduleForm) optInt(field, raw string) *int64 {
@@ -270,7 +312,7 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 	}
 	v := views.ScheduleFormValues{
 		ScheduleID: s.ScheduleID, CronExpressions: strings.Join(s.Spec.CronExpressions, "\n"), Intervals: strings.Join(ivs, "\n"),
-		Timezone: s.Spec.Timezone, WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass,
+		Timezone: s.Spec.Timezone, At: strings.Join(s.Spec.At, "\n"), StartAt: s.Spec.StartAt, EndAt: s.Spec.EndAt, WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass,
 		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
 		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
 		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
@@ -286,6 +328,12 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		}
 	}
 	v.PauseAfterFailures = intText(s.PauseAfterFailures)
+	v.TargetKind = models.TargetWorker
+	if t := s.Action.Target; scheduling.IsHTTP(t) {
+		v.TargetKind, v.TargetURL, v.TargetMethod = t.Kind, t.URL, t.Method
+		v.TargetTimeout, v.TargetHeaders = strconv.Itoa(t.TimeoutSeconds), pairLines(t.Headers)
+		v.TargetBearer, v.TargetSecretSet = t.Auth == "bearer", t.SecretVersion > 0
+	}
 	if v.Timezone == "" {
 		v.Timezone = "UTC"
 	}

@@ -19,8 +19,8 @@ const (
 )
 
 // fateRank orders fates for an hour's cell: the one an operator must see.
-var fateRank = map[string]int{scheduling.FateMissed: 7, scheduling.FateSkipped: 6, scheduling.FatePaused: 5,
-	scheduling.FateBuffered: 4, scheduling.FateStarted: 3, scheduling.FateDue: 2, scheduling.FateAfterDeleted: 1, scheduling.FateBeforeCreated: 0}
+var fateRank = map[string]int{scheduling.FateMissed: 8, scheduling.FateSkipped: 7, scheduling.FatePaused: 6,
+	scheduling.FateBuffered: 5, scheduling.FateBackfillPending: 4, scheduling.FateStarted: 3, scheduling.FateDue: 2, scheduling.FateAfterDeleted: 1, scheduling.FateBeforeCreated: 0}
 
 // readLedger reads the whole window [from, to) page by page, at most
 // ledgerMaxPages; truncated says it stopped early.

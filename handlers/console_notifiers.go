@@ -104,7 +104,7 @@ func (h *Console) CreateNotifier(c echo.Context) error {
 	if formErrs != nil {
 		return fail(formErrs)
 	}
-	res, err := h.NotifierStore.CreateNotifier(c.Request().Context(), r.ns, in)
+	res, err := h.NotifierStore.CreateNotifier(c.Request().Context(), r.ns, in, r.cc(""))
 	var val *scheduling.ValidationError
 	var conf *scheduling.ConflictError
 	switch {
@@ -180,7 +180,7 @@ func (h *Console) UpdateNotifier(c echo.Context) error {
 	}
 	in.Name = name
 	if formErrs == nil {
-		_, err = h.NotifierStore.UpdateNotifier(c.Request().Context(), r.ns, in)
+		_, err = h.NotifierStore.UpdateNotifier(c.Request().Context(), r.ns, in, r.cc(""))
 		var val *scheduling.ValidationError
 		switch {
 		case errors.As(err, &val):
@@ -206,7 +206,7 @@ func (h *Console) RotateNotifierSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.NotifierStore.UpdateNotifier(c.Request().Context(), r.ns, scheduling.NotifierInput{Name: c.Param("name"), RotateSecret: true})
+	res, err := h.NotifierStore.UpdateNotifier(c.Request().Context(), r.ns, scheduling.NotifierInput{Name: c.Param("name"), RotateSecret: true}, r.cc(""))
 	if err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (h *Console) DeleteNotifier(c echo.Context) error {
 		return err
 	}
 	name := c.Param("name")
-	if err := h.NotifierStore.DeleteNotifier(c.Request().Context(), r.ns, name); err != nil {
+	if err := h.NotifierStore.DeleteNotifier(c.Request().Context(), r.ns, name, r.cc("")); err != nil {
 		return err
 	}
 	return r.redirect(r.url(notifiersPath), views.Flash{Kind: "ok", Message: "Notifier " + name + " deleted."})

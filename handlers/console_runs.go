@@ -155,6 +155,9 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 		if a.ErrorType != "" || a.Message != "" {
 			av.Error = strings.TrimPrefix(a.ErrorType+": "+a.Message, ": ")
 		}
+		if a.HTTPStatus != nil {
+			av.HTTPStatus = strconv.Itoa(*a.HTTPStatus)
+		}
 		v.Attempts = append(v.Attempts, av)
 	}
 	if run.Status == models.RunPending && run.AvailableAt != nil {

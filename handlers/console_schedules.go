@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 	loc := r.zone(tz)
 	row := views.ScheduleRowView{
 		ScheduleID: s.ScheduleID, DetailURL: r.url(scheduleURL(s.ScheduleID)), WorkflowType: s.Action.WorkflowType,
-		SpecDescription: desc, Timezone: tz, Status: s.Status, Note: s.Note, Labels: sortedPairs(s.Labels),
+		SpecDescription: desc, Timezone: tz, Status: s.Status, Ended: s.Ended(), Note: s.Note, Labels: sortedPairs(s.Labels),
 		NextFire:   momentPtr(s.NextFireAt, loc, r.now),
 		Overdue:    s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
 		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
@@ -176,6 +177,24 @@ func (h *Console) Registry(c echo.Context) error {
 	for i := range page.Schedules {
 		v.Rows = append(v.Rows, r.row(&page.Schedules[i], self))
 	}
+	if h.VersionStore != nil {
+		if err := h.markDrift(r, page.Schedules, v.Rows); err != nil {
+			return err
+		}
+		if c.QueryParam("drift") != "" {
+			// Drift is a property of the audit stream, not a column: the
+			// drifted schedules are found among those apply manages, all
+			// on one page (versions.go, Drifted).
+			if v.Rows, err = h.driftedRows(r, self); err != nil {
+				return err
+			}
+			v.Filtered, page.HasMore, cursor = true, false, ""
+		}
+		v.DriftURL, v.DriftCurrent = r.url(registryPath, "drift", "1"), c.QueryParam("drift") != ""
+		for i := range v.Chips {
+			v.Chips[i].Current = v.Chips[i].Current && !v.DriftCurrent
+		}
+	}
 	if page.HasMore {
 		v.Pager.NextURL = list("cursor", page.NextCursor)
 	}
@@ -199,7 +218,9 @@ func registryChips(n models.ScheduleCounts, status, health string, list func(...
 	return []views.FilterChip{
 		chip("all", "All", n.All, "", ""),
 		chip("failing", "Failing", n.Failing, "", "failing"),
+		chip("stuck", "Stuck", n.Stuck, "", "stuck"),
 		chip("overdue", "Overdue", n.Overdue, "", "overdue"),
+		chip("skipping", "Skipping", n.Skipping, "", "skipping"),
 		chip("paused", "Paused", n.Paused, "paused", ""),
 		chip("active", "Active", n.Active, "active", ""),
 	}
@@ -504,7 +525,16 @@ func (h *Console) Detail(c echo.Context) error {
 	if w := d.Schedule.CatchupWindowSeconds; w != nil {
 		v.CatchupWindow = durationText(time.Duration(*w) * time.Second) // "2 h", like every duration shown
 	}
-	if r.detailIsLive(d.Schedule, runs.Runs) {
+	v.Tabs = r.tabs(d.Schedule.ScheduleID, "overview", 0)
+	if v.Drift, err = r.driftView(d.Schedule); err != nil {
+		return err
+	}
+	jobs, jobRunning, err := r.scheduleJobs(d.Schedule, r.url(scheduleURL(d.Schedule.ScheduleID)))
+	if err != nil {
+		return err
+	}
+	v.Backfills, v.BackfillsURL = jobs, r.url(backfillsPath)
+	if r.detailIsLive(d.Schedule, runs.Runs) || jobRunning {
 		v.RefreshURL = c.Request().URL.RequestURI()
 	}
 	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), v))
@@ -516,9 +546,10 @@ func (r *request) detail(d *scheduling.Description, runs []models.Run) views.Sch
 	loc := r.zone(tz)
 	self := r.url(scheduleURL(s.ScheduleID))
 	v := views.ScheduleDetailView{
-		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status,
+		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Ended: s.Ended(),
 		SpecDescription: desc, Timezone: tz, CronExpressions: s.Spec.CronExpressions,
 		WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass, Input: prettyValue(s.Action.Input),
+		Target: targetText(s.Action.Target), TargetSecretSet: scheduling.IsHTTP(s.Action.Target) && s.Action.Target.SecretVersion > 0,
 		ExecutionTimeout: secondsText(s.Action.ExecutionTimeoutSeconds), RunTimeout: secondsText(s.Action.RunTimeoutSeconds),
 		OverlapPolicy: s.OverlapPolicy,
 		MaxRuns:       int64Text(s.MaxRuns), RemainingActions: int64Text(s.RemainingActions),
@@ -605,4 +636,22 @@ func plural(n int64, one, many string) string {
 // managedByApply reports whether `schedule apply` owns the schedule.
 func managedByApply(s *models.Schedule) bool {
 	return s.Labels[apijson.ManagedByLabel] == apijson.ManagedByApply
+}
+
+// targetText is a target as the schedule page shows it: the kind and, for
+// HTTP, the method and host — not the path (it may carry a token), never
+// the secret.
+func targetText(t *models.Target) string {
+	if !scheduling.IsHTTP(t) {
+		return "a worker (polls the run queue)"
+	}
+	host := t.URL
+	if u, err := url.Parse(t.URL); err == nil {
+		host = u.Host
+	}
+	method := t.Method
+	if method == "" {
+		method = "POST"
+	}
+	return fmt.Sprintf("HTTP %s to %s (timeout %d s)", method, host, t.TimeoutSeconds)
 }

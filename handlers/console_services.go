@@ -50,9 +50,9 @@ type RunKeeper interface {
 type NotifierKeeper interface {
 	ListNotifiers(ctx context.Context, namespace string) ([]models.Notifier, error)
 	GetNotifier(ctx context.Context, namespace, name string) (*models.Notifier, error)
-	CreateNotifier(ctx context.Context, namespace string, in scheduling.NotifierInput) (*scheduling.NotifierResult, error)
-	UpdateNotifier(ctx context.Context, namespace string, in scheduling.NotifierInput) (*scheduling.NotifierResult, error)
-	DeleteNotifier(ctx context.Context, namespace, name string) error
+	CreateNotifier(ctx context.Context, namespace string, in scheduling.NotifierInput, cc *scheduling.CommandContext) (*scheduling.NotifierResult, error)
+	UpdateNotifier(ctx context.Context, namespace string, in scheduling.NotifierInput, cc *scheduling.CommandContext) (*scheduling.NotifierResult, error)
+	DeleteNotifier(ctx context.Context, namespace, name string, cc *scheduling.CommandContext) error
 	TestNotifier(ctx context.Context, namespace, name, actor string) (*models.Delivery, error)
 	ListDeliveries(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.DeliveryPage, error)
 }
@@ -73,6 +73,7 @@ type ConsoleServices interface {
 	RunKeeper
 	NotifierKeeper
 	NamespaceDirectory
+	VersionKeeper
 }
 
 var _ ConsoleServices = (*scheduling.Service)(nil)

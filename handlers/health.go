@@ -19,6 +19,10 @@ import (
 type Health struct {
 	DB    *bun.DB
 	Clock scheduling.Clock
+	// Draining, when set, reports the process shutting down: /readyz then
+	// answers 503 at once, so a load balancer's next probe takes this
+	// replica out while it still serves (cli/serve.go, --shutdown-drain).
+	Draining func() bool
 
 	mu       sync.Mutex
 	probedAt time.Time
@@ -40,6 +44,9 @@ func (h *Health) Live(c echo.Context) error {
 // an outage — including a database that still answers reads and pings but
 // refuses every write (a full disk).
 func (h *Health) Ready(c echo.Context) error {
+	if h.Draining != nil && h.Draining() {
+		return c.JSON(http.StatusServiceUnavailable, apijson.Health{Status: "unavailable", Reason: "shutting down"})
+	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := h.DB.PingContext(ctx); err != nil {

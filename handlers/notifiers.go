@@ -36,7 +36,7 @@ func (h *API) CreateNotifier(c echo.Context) error {
 	if req.RotateSecret {
 		return scheduling.NewValidationError("rotate_secret", "only applies to an existing notifier (PATCH)")
 	}
-	res, err := h.Service.CreateNotifier(c.Request().Context(), ns, req.Input(""))
+	res, err := h.Service.CreateNotifier(c.Request().Context(), ns, req.Input(""), commandContext(c, "api", ""))
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (h *API) UpdateNotifier(c echo.Context) error {
 	if req.Name != "" && req.Name != name {
 		return scheduling.NewValidationError("name", "cannot be changed; create a new notifier and delete this one")
 	}
-	res, err := h.Service.UpdateNotifier(c.Request().Context(), ns, req.Input(name))
+	res, err := h.Service.UpdateNotifier(c.Request().Context(), ns, req.Input(name), commandContext(c, "api", ""))
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (h *API) DeleteNotifier(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.Service.DeleteNotifier(c.Request().Context(), ns, c.Param("name")); err != nil {
+	if err := h.Service.DeleteNotifier(c.Request().Context(), ns, c.Param("name"), commandContext(c, "api", "")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -123,4 +123,22 @@ func (h *API) NotifierDeliveries(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, apijson.FromDeliveryPage(page, name))
+}
+
+// NotifierHistory answers GET /notifiers/{name}/history: who created,
+// changed and deleted the notifier, oldest first, paged by cursor.
+func (h *API) NotifierHistory(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
+	if err != nil {
+		return err
+	}
+	page, err := h.Service.NotifierHistory(c.Request().Context(), ns, c.Param("name"), c.QueryParam("cursor"), int(limit))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromObjectHistory(page))
 }

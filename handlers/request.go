@@ -242,11 +242,17 @@ func hasNULEscape(body []byte) bool {
 func ledgerQuery(c echo.Context) (scheduling.LedgerQuery, error) {
 	v := &scheduling.ValidationError{Code: scheduling.CodeValidationFailed}
 	q := scheduling.LedgerQuery{Cursor: c.QueryParam("cursor")}
-	if t := parseTime(v, "from", c.QueryParam("from")); !t.IsZero() {
-		q.From = &t
+	// Present means given, whatever the time: 0001-01-01T00:00:00Z is
+	// Go's zero time, and was read as "absent" (issue 36).
+	if raw := c.QueryParam("from"); raw != "" {
+		if t := parseTime(v, "from", raw); v.Fields["from"] == "" {
+			q.From = &t
+		}
 	}
-	if t := parseTime(v, "to", c.QueryParam("to")); !t.IsZero() {
-		q.To = &t
+	if raw := c.QueryParam("to"); raw != "" {
+		if t := parseTime(v, "to", raw); v.Fields["to"] == "" {
+			q.To = &t
+		}
 	}
 	if err := v.OrNil(); err != nil {
 		return q, err

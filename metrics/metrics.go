@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/fairshare"
+	"github.com/tidelinehq/tideline/maintenance"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -32,6 +34,12 @@ type Metrics struct {
 	httpDuration *prometheus.HistogramVec
 	deliveries   *prometheus.CounterVec
 	deliveryTime prometheus.Histogram
+	targetTries  *prometheus.CounterVec
+	targetTime   prometheus.Histogram
+	taskRuns     *prometheus.CounterVec
+	taskErrors   *prometheus.CounterVec
+	taskDuration *prometheus.HistogramVec
+	dbLost       prometheus.Counter
 }
 
 // New registers every metric; db feeds the active-runs gauge at scrape time.
@@ -49,7 +57,7 @@ func New(db *bun.DB) *Metrics {
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}),
 		tickDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tideline_loop_pass_duration_seconds", Help: "Duration of one scheduling loop pass (ticks plus deadline sweep).",
+			Name: "tideline_loop_pass_duration_seconds", Help: "Duration of one fire pass of the scheduling loop (its ticks; housekeeping runs apart: tideline_maintenance_duration_seconds).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 		}),
 		passErrors: prometheus.NewCounter(prometheus.CounterOpts{
@@ -75,9 +83,29 @@ func New(db *bun.DB) *Metrics {
 			Name: "tideline_notification_attempt_duration_seconds", Help: "Duration of one notification post, answered or not.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30},
 		}),
+		targetTries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tideline_http_target_attempts_total", Help: "HTTP target attempts by outcome (completed, retry, failed, cancelled).",
+		}, []string{"outcome"}),
+		targetTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tideline_http_target_attempt_duration_seconds", Help: "Duration of one HTTP target request, answered or not.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900},
+		}),
+		taskRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tideline_maintenance_runs_total", Help: "Runs of the loop's housekeeping tasks (scheduling.Task*), failed or not.",
+		}, []string{"task"}),
+		taskErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tideline_maintenance_errors_total", Help: "Failed runs of the loop's housekeeping tasks; each is retried on its own period and never delays a fire.",
+		}, []string{"task"}),
+		taskDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tideline_maintenance_duration_seconds", Help: "Duration of one run of a housekeeping task.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"task"}),
+		dbLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tideline_database_connection_lost_total", Help: "Times the scheduling loop found the database unavailable after reaching it (restart, failover, killed connections): once per outage.",
+		}),
 	}
 	m.registry.MustRegister(m.fires, m.skips, m.fireLag, m.tickDuration, m.passErrors, m.expiredRuns, m.notPrepared, m.retained, m.httpDuration,
-		m.deliveries, m.deliveryTime,
+		m.deliveries, m.deliveryTime, m.targetTries, m.targetTime, m.taskRuns, m.taskErrors, m.taskDuration, m.dbLost,
 		&activeRuns{db: db, desc: prometheus.NewDesc("tideline_runs", "Runs currently pending or running.", []string{"status"}, nil)},
 		&outbox{db: db, desc: prometheus.NewDesc("tideline_notification_outbox", "Notification deliveries waiting to be sent (pending) or being sent (sending).", []string{"status"}, nil)},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -90,6 +118,13 @@ func (m *Metrics) ObservePass(res scheduling.LoopResult, took time.Duration, err
 	if err != nil {
 		m.passErrors.Inc()
 	}
+	m.observeHousekeeping(res)
+	m.observeRows(res.Rows, nil)
+}
+
+// observeHousekeeping counts the runs a pass or task expired and the rows
+// it deleted.
+func (m *Metrics) observeHousekeeping(res scheduling.LoopResult) {
 	m.expiredRuns.Add(float64(res.Expired))
 	for table, n := range map[string]int{"workflow_runs": res.Deleted.Runs, "workflow_history_events": res.Deleted.RunEvents,
 		"workflow_schedules":               res.Deleted.Schedules,
@@ -98,8 +133,23 @@ func (m *Metrics) ObservePass(res scheduling.LoopResult, took time.Duration, err
 			m.retained.WithLabelValues(table).Add(float64(n))
 		}
 	}
-	m.observeRows(res.Rows, nil)
 }
+
+// ObserveTask records one run of a housekeeping task; it matches
+// scheduling.Loop.OnTask. The runs it expired and the rows it deleted count
+// as they did when the pass ran them.
+func (m *Metrics) ObserveTask(rep maintenance.Report[scheduling.LoopResult]) {
+	m.taskRuns.WithLabelValues(rep.Task).Inc()
+	m.taskDuration.WithLabelValues(rep.Task).Observe(rep.Took.Seconds())
+	if rep.Err != nil {
+		m.taskErrors.WithLabelValues(rep.Task).Inc()
+	}
+	m.observeHousekeeping(rep.Result)
+}
+
+// ObserveConnectionLost counts an outage the loop met; it matches
+// scheduling.Loop.OnConnectionLost.
+func (m *Metrics) ObserveConnectionLost() { m.dbLost.Inc() }
 
 // ObservePrepared records fires prepared ahead once their commit was tried;
 // it matches scheduling.Loop.OnPrepared. Their lag is the commit's, not the
@@ -168,6 +218,29 @@ func (a *activeRuns) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) ObserveDelivery(event, outcome string, took time.Duration) {
 	m.deliveries.WithLabelValues(event, outcome).Inc()
 	m.deliveryTime.Observe(took.Seconds())
+}
+
+// ObserveTargetAttempt records one HTTP target attempt; it matches
+// scheduling.TargetConfig.OnAttempt. The namespace is not a label: the
+// attempts of one namespace are in its runs, and a label per namespace
+// would grow the series with the tenants.
+func (m *Metrics) ObserveTargetAttempt(_, outcome string, took time.Duration) {
+	m.targetTries.WithLabelValues(outcome).Inc()
+	m.targetTime.Observe(took.Seconds())
+}
+
+// ObserveTargetPool reports the executor's slots at scrape time: in use
+// and in all (serve --http-concurrency).
+func (m *Metrics) ObserveTargetPool(p *fairshare.Pool) {
+	total := p.Limits().Total
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tideline_http_target_requests_in_flight", Help: "HTTP target requests in flight on this replica.",
+		}, func() float64 { return float64(total - p.Free()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tideline_http_target_slots", Help: "HTTP target requests this replica may have in flight (serve --http-concurrency).",
+		}, func() float64 { return float64(total) }),
+	)
 }
 
 // outbox reports the notification outbox depth at scrape time.

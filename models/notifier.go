@@ -146,12 +146,35 @@ func InsertDeliveries(ctx context.Context, db bun.IDB, list []*Delivery) error {
 	return nil
 }
 
-// ClaimDeliveries locks up to limit deliveries that are due (pending and
-// not before now), or whose sender's lease ran out (sending, lease ended),
-// oldest due first. SKIP LOCKED gives concurrent dispatchers disjoint rows.
-func ClaimDeliveries(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Delivery, error) {
+// DeliveryLane is where due deliveries wait: one notifier of a namespace.
+type DeliveryLane struct {
+	Namespace  string `bun:"namespace"`
+	NotifierID string `bun:"notifier_id"`
+}
+
+// DueDeliveryLanes returns up to limit notifiers with a delivery due now
+// (as ClaimDeliveries takes them), by namespace and notifier. The partial
+// due index holds only the deliveries still to be sent.
+func DueDeliveryLanes(ctx context.Context, db bun.IDB, now time.Time, limit int) ([]DeliveryLane, error) {
+	var out []DeliveryLane
+	err := db.NewSelect().Model((*Delivery)(nil)).ColumnExpr("d.namespace AS namespace, d.notifier_id AS notifier_id").
+		Where("d.status IN (?)", bun.In([]string{DeliveryPending, DeliverySending})).
+		Where("d.next_attempt_at <= ?", now).
+		GroupExpr("d.namespace, d.notifier_id").OrderExpr("d.namespace, d.notifier_id").Limit(int64(limit)).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("read due delivery lanes: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimDeliveries locks up to limit deliveries of one notifier that are
+// due (pending and not before now), or whose sender's lease ran out
+// (sending, lease ended), oldest due first. SKIP LOCKED gives concurrent
+// dispatchers disjoint rows.
+func ClaimDeliveries(ctx context.Context, tx bun.IDB, now time.Time, notifierID string, limit int) ([]Delivery, error) {
 	var out []Delivery
 	q := tx.NewSelect().Model(&out).
+		Where("d.notifier_id = ?", notifierID).
 		Where("d.status IN (?)", bun.In([]string{DeliveryPending, DeliverySending})).
 		Where("d.next_attempt_at <= ?", now).
 		OrderExpr("d.next_attempt_at ASC, d.id ASC").Limit(int64(limit))

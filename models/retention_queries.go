@@ -141,8 +141,14 @@ func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, lim
 	if _, err := db.NewDelete().Model((*ScheduleHealth)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
 		return d, false, fmt.Errorf("purge health: %w", err)
 	}
+	if _, err := db.NewDelete().Model((*ScheduleSecret)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
+		return d, false, fmt.Errorf("purge schedule secret: %w", err)
+	}
 	if _, err := db.NewDelete().Model((*RecentActionRow)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
 		return d, false, fmt.Errorf("purge recent actions: %w", err)
+	}
+	if _, err := db.NewDelete().Model((*Compaction)(nil)).Where("workflow_schedule_id = ?", scheduleULID).Exec(ctx); err != nil {
+		return d, false, fmt.Errorf("purge compaction: %w", err)
 	}
 	if d.Schedules, err = affected(db.NewDelete().Model((*Schedule)(nil)).Where("id = ?", scheduleULID).Exec(ctx)); err != nil {
 		return d, false, fmt.Errorf("purge schedule: %w", err)

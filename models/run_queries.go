@@ -296,3 +296,67 @@ func AddTransition(b *Batch, db bun.IDB, r *Run, ev *RunEvent) error {
 	}
 	return nil
 }
+
+// Lane is where HTTP-target runs wait: a namespace and a target host (the
+// run's queue on the HTTP connection).
+type Lane struct {
+	Namespace string `bun:"namespace"`
+	Queue     string `bun:"queue"`
+}
+
+// ReadyLanes returns up to limit lanes of the connection that hold a run
+// ready to claim now (pending, available), in namespace and queue order.
+// Migration 0014's partial index holds exactly the pending runs of HTTP
+// targets, so this reads those and nothing of the workers' queues.
+func ReadyLanes(ctx context.Context, db bun.IDB, now time.Time, connection string, limit int) ([]Lane, error) {
+	var out []Lane
+	err := db.NewSelect().Model((*Run)(nil)).ColumnExpr("r.namespace AS namespace, r.queue AS queue").
+		Where("r.status = ? AND r.connection = ?", RunPending, connection).
+		Where("(r.available_at IS NULL OR r.available_at <= ?)", now).
+		GroupExpr("r.namespace, r.queue").OrderExpr("r.namespace, r.queue").Limit(int64(limit)).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("read ready lanes: %w", err)
+	}
+	return out, nil
+}
+
+// RunState is what an executor watches of a run it is executing.
+type RunState struct {
+	ID                string     `bun:"id"`
+	Status            string     `bun:"status"`
+	Attempt           int        `bun:"attempt"`
+	WorkerID          *string    `bun:"worker_id"`
+	CancelRequestedAt *time.Time `bun:"cancel_requested_at"`
+}
+
+// RunStates reads the state of runs by ID (a few dozen: those in flight).
+func RunStates(ctx context.Context, db bun.IDB, ids []string) ([]RunState, error) {
+	var out []RunState
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := db.NewSelect().Model((*Run)(nil)).Column("r.id", "r.status", "r.attempt", "r.worker_id", "r.cancel_requested_at").
+		Where("r.id IN (?)", bun.In(ids)).Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("read run states: %w", err)
+	}
+	return out, nil
+}
+
+// LatestRunStates reads the state of the given runs (the schedules'
+// latest), by run ID, in one statement.
+func LatestRunStates(ctx context.Context, db bun.IDB, runIDs []string) (map[string]*LatestRunState, error) {
+	out := map[string]*LatestRunState{}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	var runs []Run
+	err := db.NewSelect().Model(&runs).Column("id", "status", "created_at", "available_at", "queue").Where("r.id IN (?)", bun.In(runIDs)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read latest runs: %w", err)
+	}
+	for _, r := range runs {
+		out[r.ID] = &LatestRunState{Status: r.Status, CreatedAt: r.CreatedAt, AvailableAt: r.AvailableAt, Queue: r.Queue}
+	}
+	return out, nil
+}

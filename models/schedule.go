@@ -23,6 +23,13 @@ type Spec struct {
 	CronExpressions []string   `json:"cron_expressions"`
 	Intervals       []Interval `json:"intervals"`
 	Timezone        string     `json:"timezone"`
+	// StartAt and EndAt (RFC 3339, optional) bound the spec: no occurrence
+	// before StartAt or after EndAt, both inclusive (CONTRACT §16).
+	StartAt string `json:"start_at,omitempty"`
+	EndAt   string `json:"end_at,omitempty"`
+	// At lists one-off instants (RFC 3339, whole seconds) fired in
+	// addition to the cron expressions and intervals.
+	At []string `json:"at,omitempty"`
 }
 
 // Interval is one fixed-length repetition: ISO-8601 durations, e.g. every
@@ -43,6 +50,43 @@ type Action struct {
 	RunTimeoutSeconds       *int64          `json:"run_timeout_seconds"`
 	// RetryPolicy retries failed attempts of the same run; nil runs once.
 	RetryPolicy *RetryPolicy `json:"retry_policy"`
+	// Target is who executes the runs (CONTRACT §15); nil is a worker.
+	Target *Target `json:"target,omitempty"`
+}
+
+// Target kinds.
+const (
+	TargetWorker = "worker"
+	TargetHTTP   = "http"
+)
+
+// Target is an action's executor other than a worker: today an HTTP
+// endpoint the server calls once per attempt (CONTRACT §15).
+type Target struct {
+	Kind           string            `json:"kind"`
+	URL            string            `json:"url,omitempty"`
+	Method         string            `json:"method,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Auth           string            `json:"auth,omitempty"`
+	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
+	// Secret is write-only. It travels from a request to its own table
+	// (ScheduleSecret) in the same transaction and is never part of the
+	// action column, so never of the audit stream, history, export or any
+	// answer. nil keeps the stored secret, "" removes it.
+	Secret *string `json:"-"`
+	// SecretVersion counts the secrets set (0: none), so that a rotation
+	// is a change the audit stream records without the value.
+	SecretVersion int `json:"secret_version,omitempty"`
+}
+
+// ScheduleSecret is a row of workflow_schedule_secrets (migration 0014):
+// the HTTP target's signing secret, read only by the executor.
+type ScheduleSecret struct {
+	bun.BaseModel `bun:"table:workflow_schedule_secrets,alias:ss"`
+
+	ScheduleULID string    `bun:"schedule_ulid,pk"`
+	TargetSecret string    `bun:"target_secret,notnull"`
+	UpdatedAt    time.Time `bun:"updated_at,notnull"`
 }
 
 // RetryPolicy says how a failed attempt is retried (CONTRACT §10). The fields
@@ -157,6 +201,34 @@ type Schedule struct {
 	// RecentActions, newest first, are not a column either: the service
 	// reads them with the schedule from its ring (RecentActionRow).
 	RecentActions []RecentAction `bun:"-"`
+	// LatestRun is the state of the run latest_run_id names, read with
+	// the schedule (list, describe); nil for none. The health state
+	// (scheduling.HealthStateOf) needs it to tell a stuck run.
+	LatestRun *LatestRunState `bun:"-"`
+	// HealthState is the one-word health the service derived
+	// (scheduling.HealthStateOf) when it read the schedule.
+	HealthState string `bun:"-"`
+	// HealthRank is the row's rank in a list ordered by health, as the
+	// database computed it (the page's keyset cursor names it).
+	HealthRank int64 `bun:"-"`
+}
+
+// LatestRunState is what the health state reads of a schedule's latest
+// run: its status and since when it could start (its creation, or its
+// next attempt's available_at).
+type LatestRunState struct {
+	Status      string
+	CreatedAt   time.Time
+	AvailableAt *time.Time
+	Queue       string
+}
+
+// PendingSince is when a pending run could first have been claimed.
+func (r *LatestRunState) PendingSince() time.Time {
+	if r.AvailableAt != nil && r.AvailableAt.After(r.CreatedAt) {
+		return *r.AvailableAt
+	}
+	return r.CreatedAt
 }
 
 // ScheduleHealth is a row of workflow_schedule_health: how the schedule's
@@ -204,4 +276,12 @@ func (r RecentRun) Occurrence() *time.Time {
 	}
 	t := time.UnixMilli(*r.OccurrenceMs).UTC()
 	return &t
+}
+
+// Ended reports a live schedule whose spec has no occurrence left (its
+// end_at or last at time has passed, CONTRACT §16): it stays active with
+// no next fire. A paused schedule has no next fire either, so only an
+// active one can be ended.
+func (s *Schedule) Ended() bool {
+	return s.Status == StatusActive && s.NextFireAt == nil
 }

@@ -3,84 +3,31 @@ package notify
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/tidelinehq/tideline/egress"
 )
 
 // MaxURLLength bounds a notifier URL.
-const MaxURLLength = 2048
+const MaxURLLength = egress.MaxURLLength
 
 // ErrPrivateTarget is a target on an address notifiers may not reach.
-var ErrPrivateTarget = errors.New("target address is loopback, private, link-local or otherwise internal")
-
-// blocked holds ranges no notifier may reach by default beyond what
-// netip.Addr's predicates cover: "this network", carrier-grade NAT (cloud
-// metadata services sit there on some providers), benchmarking, IPv6
-// NAT64/discard/documentation prefixes.
-var blocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("100::/64"),
-	netip.MustParsePrefix("2001:db8::/32"),
-}
+var ErrPrivateTarget = egress.ErrPrivateTarget
 
 // PrivateAddr reports whether a is an address notifiers must not reach
-// unless private targets are allowed: loopback, private (RFC 1918, ULA —
-// which holds fd00:ec2::254, a metadata address), link-local (169.254.0.0/16
-// holds the usual metadata address), unspecified, multicast and the ranges
-// in blocked. IPv4-mapped IPv6 addresses are judged as IPv4.
-func PrivateAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || !a.IsValid() {
-		return true
-	}
-	for _, p := range blocked {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+// unless private targets are allowed; the rule is egress.Private, shared
+// with HTTP targets.
+func PrivateAddr(a netip.Addr) bool { return egress.Private(a) }
 
-// CheckURL validates a notifier URL as far as it can be without DNS: an
-// absolute http(s) URL with a host, no credentials, bounded length, and —
-// unless allowPrivate — no private address literal or localhost name. The
-// resolved address is checked again at every connection (Sender).
+// CheckURL validates a notifier URL as far as it can be without DNS
+// (egress.CheckURL). The resolved address is checked again at every
+// connection (Sender).
 func CheckURL(raw string, allowPrivate bool) error {
-	if len(raw) > MaxURLLength {
-		return fmt.Errorf("must be at most %d characters", MaxURLLength)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return errors.New("must be an absolute http:// or https:// URL")
-	}
-	if u.User != nil {
-		return errors.New("must not contain credentials; use the secret to authenticate deliveries")
-	}
-	if allowPrivate {
-		return nil
-	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return errors.New("must not point at this machine (start the server with --allow-private-notifiers to allow it)")
-	}
-	if a, err := netip.ParseAddr(host); err == nil && PrivateAddr(a) {
-		return errors.New("must not point at a loopback, private or link-local address (start the server with --allow-private-notifiers to allow it)")
-	}
-	return nil
+	return egress.CheckURL(raw, allowPrivate, "--allow-private-notifiers")
 }
 
 // Request is one post of a delivery.
@@ -111,19 +58,7 @@ type Sender struct {
 
 // NewSender returns a Sender whose posts give up after timeout.
 func NewSender(timeout time.Duration, allowPrivate bool, userAgent string) *Sender {
-	dialer := &net.Dialer{Timeout: timeout, Control: func(network, address string, _ syscall.RawConn) error {
-		if allowPrivate {
-			return nil
-		}
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("notifier target %s: %w", address, ErrPrivateTarget)
-		}
-		if PrivateAddr(ap.Addr()) {
-			return fmt.Errorf("notifier target %s: %w", ap.Addr(), ErrPrivateTarget)
-		}
-		return nil
-	}}
+	dialer := egress.Dialer(timeout, allowPrivate, "notifier target")
 	transport := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,

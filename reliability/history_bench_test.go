@@ -101,7 +101,7 @@ func bulkAuditEvents(b testing.TB, db *bun.DB, scheduleULID string, n int) {
 	if _, err := db.ExecContext(ctx, query, scheduleULID, benchT0, n); err != nil {
 		b.Fatalf("bulk insert %d audit events: %v", n, err)
 	}
-	if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).Set("last_sequence = ?", n+1).Where("id = ?", scheduleULID).Exec(ctx); err != nil {
+	if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).Set("last_sequence = ?, fires_count = ?", n+1, n).Where("id = ?", scheduleULID).Exec(ctx); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, "ANALYZE workflow_schedule_history_events"); err != nil {

@@ -113,12 +113,16 @@ type replica struct {
 	name string
 	args []string
 	log  *os.File
+	bin  string // the executable; binary (this build) when empty
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	addr   string
 	exited chan struct{}
 	starts int
+	// exitErr is cmd.Wait's answer for the last incarnation, once exited
+	// is closed (nil: exit status 0).
+	exitErr error
 }
 
 var runningLine = regexp.MustCompile(`is running\. Open https?://([^/\s]+)/waterline`)
@@ -161,7 +165,11 @@ func (r *replica) tryStart() error {
 	}
 	r.starts++
 	fmt.Fprintf(r.log, "=== start #%d at %s\n", r.starts, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(binary, r.args...)
+	bin := binary
+	if r.bin != "" {
+		bin = r.bin
+	}
+	cmd := exec.Command(bin, r.args...)
 	cmd.Stderr = r.log
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -187,7 +195,10 @@ func (r *replica) tryStart() error {
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	go func() {
-		_ = cmd.Wait()
+		err := cmd.Wait()
+		r.mu.Lock()
+		r.exitErr = err
+		r.mu.Unlock()
 		close(exited)
 	}()
 	r.cmd, r.exited = cmd, exited
@@ -222,6 +233,22 @@ func (r *replica) running() bool {
 	return r.cmd != nil
 }
 
+// alive reports whether the last started process has not exited.
+func (r *replica) alive() bool {
+	r.mu.Lock()
+	exited := r.exited
+	r.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
+}
+
 func (r *replica) pid() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -240,6 +267,25 @@ func (r *replica) readyz() (int, error) {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.StatusCode, nil
+}
+
+// terminate sends SIGTERM and returns at once, with a channel closed when
+// the process has exited (then exitStatus tells how).
+func (r *replica) terminate() <-chan struct{} {
+	r.mu.Lock()
+	cmd, exited := r.cmd, r.exited
+	r.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	return exited
+}
+
+// exitStatus is the last incarnation's exit error (nil: status 0).
+func (r *replica) exitStatus() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exitErr
 }
 
 // kill sends SIGKILL and waits for the process to be gone; a crash, not a

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -124,7 +125,7 @@ func storedForm(ev *models.ScheduleEvent, p Payload) error {
 	t, ok := p.(*TriggeredPayload)
 	if !ok {
 		body, err := json.Marshal(p)
-		ev.Payload = body
+		ev.Payload = safeJSONLiteral(body)
 		return err
 	}
 	// To the microsecond, as the payload's FormatTime and PostgreSQL keep it.
@@ -146,6 +147,18 @@ func storedForm(ev *models.ScheduleEvent, p Payload) error {
 	body, err := json.Marshal(&stored)
 	ev.Payload = body
 	return err
+}
+
+// safeJSONLiteral spells an escaped backslash followed by "u0000" (the
+// text \u0000 in a note or label, which the API accepts) as \u005c: bun's
+// JSON literal writer reads that backslash pair's second half as the start
+// of a NUL escape, which PostgreSQL refuses (22P05). Both spellings decode
+// to the same string.
+func safeJSONLiteral(body []byte) []byte {
+	if !bytes.Contains(body, []byte(`\\u0000`)) {
+		return body
+	}
+	return bytes.ReplaceAll(body, []byte(`\\`), []byte(`\u005c`))
 }
 
 // triggeredStored is the payload a ScheduleTriggered stores since

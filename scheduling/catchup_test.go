@@ -12,6 +12,7 @@ import (
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
 
 // missedEvents returns the missed_occurrences skips of a schedule.
@@ -228,7 +229,7 @@ func TestTimedPauseResumesAtItsEnd(t *testing.T) {
 // each pause ends once, with one ScheduleResumed.
 func TestTimedPauseResumesOnceAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	clock := newFixture(t, nil).clock
+	clock := schedtest.NewClock(t0)
 	services := replicas(t, 2, clock)
 	const schedules = 40
 	until := t0.Add(time.Hour + 30*time.Minute)

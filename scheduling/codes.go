@@ -19,6 +19,8 @@ const (
 	CodeScheduleNotFound = "schedule_not_found"
 	CodeRunNotFound      = "run_not_found"
 	CodeNotifierNotFound = "notifier_not_found"
+	CodeVersionNotFound  = "version_not_found" // a version number the schedule does not have
+	CodeBackfillNotFound = "backfill_not_found"
 
 	// 409: the state forbids the change.
 	CodeScheduleAlreadyExists  = "schedule_already_exists" // also when the old one is deleted
@@ -30,6 +32,12 @@ const (
 	CodeCancelAlreadyRequested = "cancel_already_requested"
 	CodeNotifierAlreadyExists  = "notifier_already_exists"
 	CodeTooManyNotifiers       = "too_many_notifiers"
+	CodeNoChange               = "no_change"            // a revert to what the schedule already is
+	CodeBackfillNotRunning     = "backfill_not_running" // pause of a job that is not running
+	CodeBackfillNotPaused      = "backfill_not_paused"  // resume of a job that is not paused
+	CodeBackfillFinished       = "backfill_finished"    // cancel of a job already ended
+	CodeBackfillOverlaps       = "backfill_overlaps"    // an unfinished job of the schedule covers part of the range
+	CodeTooManyBackfills       = "too_many_backfills"   // the namespace's bound on unfinished jobs
 
 	// Transport: the request could not be read or was refused before any
 	// use case ran.
@@ -42,5 +50,10 @@ const (
 	CodeRequestTooLarge  = "request_too_large" // 413
 	CodeTooManyRequests  = "too_many_requests" // 429
 	CodeServerBusy       = "server_busy"       // 503: retry later
-	CodeInternalError    = "internal_error"    // 500; details only in the log
+	// CodeDatabaseUnavailable (503, with Retry-After): the database could
+	// not be reached or dropped the connection mid-request (a restart, a
+	// failover); nothing the request wrote was committed unless the commit
+	// itself was cut, so a retry of an idempotent request is safe.
+	CodeDatabaseUnavailable = "database_unavailable"
+	CodeInternalError       = "internal_error" // 500; details only in the log
 )

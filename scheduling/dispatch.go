@@ -5,12 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
+	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/fairshare"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/notify"
 )
@@ -36,6 +42,9 @@ type NotifyConfig struct {
 	// Sender posts deliveries; a notify.Sender honouring Timeout and
 	// AllowPrivate when nil.
 	Sender Sender
+	// Concurrency bounds the posts in flight, shared fairly across
+	// namespaces and receivers; DefaultDispatchConcurrency when zero.
+	Concurrency int
 	// OnAttempt, when set, observes every delivery attempt (metrics):
 	// outcome is delivered, retry or dead.
 	OnAttempt func(event, outcome string, took time.Duration)
@@ -49,9 +58,11 @@ const (
 	firstRetryDelay        = 30 * time.Second
 	maxRetryDelay          = time.Hour
 	DeliveryGiveUpAfter    = 24 * time.Hour
-	// dispatchParallel bounds the posts one dispatcher has in flight, so
-	// a blackholed receiver holds a few slots for its timeout, not all.
-	dispatchParallel = 8
+	// DefaultDispatchConcurrency bounds the posts one replica has in
+	// flight: at most half for one namespace, a quarter for one of its
+	// receivers (fairshare.Limits), so a blackholed receiver holds a few
+	// slots for its timeout, never another namespace's.
+	DefaultDispatchConcurrency = 16
 	// DefaultDispatchLimit is how many deliveries one pass claims.
 	DefaultDispatchLimit = 64
 	maxDeliveryError     = 1024
@@ -63,6 +74,9 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultDeliveryTimeout
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultDispatchConcurrency
 	}
 	if c.Sender == nil {
 		c.Sender = notify.NewSender(c.Timeout, c.AllowPrivate, "Tideline-Notifier/1")
@@ -105,62 +119,183 @@ func (s *Service) NotifyOnce(ctx context.Context, limit int) (sent int, err erro
 	return s.DispatchNotifications(ctx, limit)
 }
 
-// DispatchNotifications claims up to limit due deliveries, posts them (a
-// few at a time) and records each attempt. It returns how many it posted.
+// DispatchNotifications claims up to limit due deliveries that the
+// dispatch pool has room for, posts them and waits for those posts. It
+// returns how many it posted. The loop uses startDeliveries, which does
+// not wait.
 func (s *Service) DispatchNotifications(ctx context.Context, limit int) (int, error) {
+	n, wg, err := s.startDeliveries(ctx, limit)
+	wg.Wait()
+	return n, err
+}
+
+// startDeliveries claims due deliveries and starts posting them, fairly
+// across (namespace, receiver) lanes (fairshare): a lane gets only the
+// slots the pool gives it now, one round of the lanes at a time from a
+// moving start, and a delivery is claimed only with a slot to post it at
+// once. So a claim's lease (NotifyConfig.lease, above the post's timeout)
+// always outlives its post: no replica takes over a delivery still being
+// posted. A lane whose receiver keeps failing is backed off by its breaker
+// and holds no slot; its deliveries wait, claimable, in the outbox.
+func (s *Service) startDeliveries(ctx context.Context, limit int) (int, *sync.WaitGroup, error) {
+	var batch sync.WaitGroup
+	pool := s.dispatch.pool
+	if pool.Free() == 0 {
+		return 0, &batch, nil
+	}
 	now := s.now()
-	var claimed []models.Delivery
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		claimed, err = models.ClaimDeliveries(ctx, tx, now, limit)
-		if err != nil {
-			return err
+	lanes, err := models.DueDeliveryLanes(ctx, s.db, now, laneScan)
+	if err != nil || len(lanes) == 0 {
+		return 0, &batch, err
+	}
+	ids := make([]string, len(lanes))
+	for i := range lanes {
+		ids[i] = lanes[i].NotifierID
+	}
+	notifiers, err := models.NotifiersByID(ctx, s.db, ids)
+	if err != nil {
+		return 0, &batch, err
+	}
+	host := func(l models.DeliveryLane) string {
+		if nf, ok := notifiers[l.NotifierID]; ok {
+			if u, err := url.Parse(nf.URL); err == nil {
+				return strings.ToLower(u.Host)
+			}
 		}
-		for i := range claimed {
-			d := &claimed[i]
-			d.Status, d.Attempts, d.NextAttemptAt, d.UpdatedAt = models.DeliverySending, d.Attempts+1, ptrTime(now.Add(s.notify.lease())), now
-			if err := models.UpdateDelivery(ctx, tx, d); err != nil {
+		return "notifier:" + l.NotifierID // deleted: its deliveries are only marked dead
+	}
+	s.dispatch.cursor++
+	start := s.dispatch.cursor % len(lanes)
+	slots := make([][]*fairshare.Slot, len(lanes))
+	total := 0
+	for progress := true; progress && total < limit; {
+		progress = false
+		for i := 0; i < len(lanes) && total < limit; i++ {
+			at := (start + i) % len(lanes)
+			if slot, ok := pool.Acquire(lanes[at].Namespace, host(lanes[at])); ok {
+				slots[at] = append(slots[at], slot)
+				total++
+				progress = true
+			}
+		}
+	}
+	type claim struct {
+		d    models.Delivery
+		slot *fairshare.Slot
+	}
+	var claimed []claim
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		claimed = claimed[:0]
+		now = s.now()
+		for at, l := range lanes {
+			if len(slots[at]) == 0 {
+				continue
+			}
+			got, err := models.ClaimDeliveries(ctx, tx, now, l.NotifierID, len(slots[at]))
+			if err != nil {
 				return err
+			}
+			for i := range got {
+				d := &got[i]
+				d.Status, d.Attempts, d.NextAttemptAt, d.UpdatedAt = models.DeliverySending, d.Attempts+1, ptrTime(now.Add(s.notify.lease())), now
+				if err := models.UpdateDelivery(ctx, tx, d); err != nil {
+					return err
+				}
+				claimed = append(claimed, claim{d: *d, slot: slots[at][i]})
 			}
 		}
 		return nil
 	})
-	if err != nil || len(claimed) == 0 {
-		return 0, err
+	used := map[*fairshare.Slot]bool{}
+	if err == nil {
+		for _, c := range claimed {
+			used[c.slot] = true
+		}
 	}
-	ids := make([]string, len(claimed))
-	for i := range claimed {
-		ids[i] = claimed[i].NotifierID
+	for _, list := range slots {
+		for _, slot := range list {
+			if !used[slot] {
+				slot.Return()
+			}
+		}
 	}
-	notifiers, err := models.NotifiersByID(ctx, s.db, ids)
 	if err != nil {
-		return 0, err // the claims lapse with their lease and are retried
+		return 0, &batch, err
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, dispatchParallel)
-	for i := range claimed {
-		d := &claimed[i]
-		nf, ok := notifiers[d.NotifierID]
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
+	for _, c := range claimed {
+		nf, ok := notifiers[c.d.NotifierID]
+		batch.Add(1)
+		s.dispatch.wg.Add(1)
+		go func() {
+			defer s.dispatch.wg.Done()
+			defer batch.Done()
 			var nfp *models.Notifier
 			if ok {
 				nfp = &nf
 			}
-			if err := s.attempt(ctx, d, nfp); err != nil && ctx.Err() == nil {
+			d := c.d
+			healthy, err := s.attempt(ctx, &d, nfp)
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case database.Unavailable(err):
+				// The delivery stays claimed and is sent again once its
+				// claim lapses (at least once); the loop reports the outage.
+				s.logger.Warn("record notification attempt: database unavailable; the delivery is sent again", "delivery", d.ID, "err", err)
+			default:
 				s.logger.Error("record notification attempt", "delivery", d.ID, "err", err)
 			}
-		})
+			c.slot.Release(healthy)
+		}()
 	}
-	wg.Wait()
-	return len(claimed), nil
+	return len(claimed), &batch, nil
+}
+
+// RunNotifications is the dispatcher of the loop: it reports runs past
+// their start deadline and starts the due deliveries the pool has room
+// for, then waits for a slot to free or the period to pass. It returns when
+// ctx ends, after the posts in flight have stopped.
+func (s *Service) RunNotifications(ctx context.Context, period time.Duration, logger *slog.Logger) {
+	defer s.dispatch.wg.Wait()
+	for {
+		if _, err := s.CheckStartDeadlines(ctx, DefaultDispatchLimit); err != nil && ctx.Err() == nil {
+			logPassError(logger, "notification pass failed", err)
+		}
+		n, _, err := s.startDeliveries(ctx, DefaultDispatchLimit)
+		if err != nil && ctx.Err() == nil {
+			logPassError(logger, "notification pass failed", err)
+		}
+		wait := period
+		if n >= DefaultDispatchLimit {
+			wait = 0 // a full pass: more may be due
+		}
+		t := s.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-s.dispatch.pool.Freed():
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// DispatchPool exposes the dispatcher's slots (tests, metrics).
+func (s *Service) DispatchPool() *fairshare.Pool { return s.dispatch.pool }
+
+// dispatcher is the notification dispatcher's state.
+type dispatcher struct {
+	pool   *fairshare.Pool
+	cursor int
+	wg     sync.WaitGroup
 }
 
 // attempt posts one claimed delivery and records the outcome: delivered;
 // failed and retried later; or dead (the retry window is over, the
 // notifier is gone, or it was a test, which is tried once).
-func (s *Service) attempt(ctx context.Context, d *models.Delivery, nf *models.Notifier) error {
+// It reports whether the receiver answered like a live one (for the lane's
+// breaker: a timeout, no connection, 408, 429 or 5xx are not).
+func (s *Service) attempt(ctx context.Context, d *models.Delivery, nf *models.Notifier) (bool, error) {
 	claim := d.Attempts
 	began := s.clock.Now()
 	var res notify.Result
@@ -169,8 +304,12 @@ func (s *Service) attempt(ctx context.Context, d *models.Delivery, nf *models.No
 	} else {
 		res = s.post(ctx, d, nf)
 	}
+	healthy := res.Status != 0 && res.Status != http.StatusRequestTimeout && res.Status != http.StatusTooManyRequests && res.Status < 500
+	if nf == nil || res.Status == 0 && errors.Is(res.Err, notify.ErrPrivateTarget) {
+		healthy = true // nothing wrong with a receiver: none was reached
+	}
 	if ctx.Err() != nil {
-		return ctx.Err() // shutting down: the lease lapses and another pass retries
+		return healthy, ctx.Err() // shutting down: the lease lapses and another pass retries
 	}
 	now := s.now()
 	d.LastAttemptAt, d.UpdatedAt = &now, now
@@ -196,12 +335,12 @@ func (s *Service) attempt(ctx context.Context, d *models.Delivery, nf *models.No
 		}
 	}
 	if _, err := models.FinishAttempt(ctx, s.db, d, claim); err != nil {
-		return err
+		return healthy, err
 	}
 	if s.notify.OnAttempt != nil {
 		s.notify.OnAttempt(d.EventType, outcome, s.clock.Now().Sub(began))
 	}
-	return nil
+	return healthy, nil
 }
 
 // post renders, signs and sends a delivery to its notifier's URL.
@@ -222,4 +361,15 @@ func (s *Service) post(ctx context.Context, d *models.Delivery, nf *models.Notif
 	return s.notify.Sender.Send(ctx, notify.Request{
 		URL: nf.URL, Body: body, Signature: notify.Sign(nf.Secret, s.clock.Now(), body), DeliveryID: d.ID, Event: d.EventType,
 	})
+}
+
+// logPassError logs a failed pass of a part beside the fire loop at ERROR,
+// or at DEBUG when the database is unavailable: the fire loop reports an
+// outage once, whichever part meets it (Loop.failed).
+func logPassError(logger *slog.Logger, msg string, err error) {
+	if database.Unavailable(err) {
+		logger.Debug(msg+": database unavailable", "err", err)
+		return
+	}
+	logger.Error(msg, "err", err)
 }

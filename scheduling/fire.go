@@ -69,45 +69,94 @@ type FireResult struct {
 	BufferDepth int
 }
 
-// fire applies the overlap policy and starts, buffers or skips. It runs in
-// the caller's transaction on a locked schedule and changes sch in memory;
-// the caller saves sch.
-func (s *Service) fire(ctx context.Context, tx bun.IDB, rec *recorder, sch *models.ClaimedSchedule, req fireRequest) (FireResult, error) {
-	if req.kind != kindBackfill && sch.Status != models.StatusActive {
-		return s.skip(ctx, rec, sch, req, SkipNotTriggeable)
+// fireState is what the decision of one fire depends on: the request and
+// the locked schedule's state.
+type fireState struct {
+	kind             string  // kindScheduled, kindManual, kindDrained, kindBackfill
+	policy           string  // effective overlap policy
+	status           string  // the schedule's
+	remainingActions *int64  // nil: unlimited
+	latestRunStatus  *string // the latest run's, nil when none
+	bufferDepth      int
+}
+
+// fireAction is what a fire does.
+type fireAction int
+
+const (
+	actStart          fireAction = iota
+	actSkip                      // with a reason
+	actBuffer                    // park it until the running run ends
+	actCancelStart               // ask the running run to cancel, then start
+	actTerminateStart            // terminate the running run, then start
+)
+
+// fireDecision is the outcome of decideFire.
+type fireDecision struct {
+	action fireAction
+	reason string // skip reason (CONTRACT §4) when action is actSkip
+}
+
+// decideFire applies the status, the max-runs budget and the overlap
+// policy (CONTRACT §4) to one fire. It is pure — a function of the state
+// alone — and fire performs its writes.
+func decideFire(st fireState) fireDecision {
+	if st.kind != kindBackfill && st.status != models.StatusActive {
+		return fireDecision{action: actSkip, reason: SkipNotTriggeable}
 	}
-	if sch.RemainingActions != nil && *sch.RemainingActions <= 0 {
-		return s.skip(ctx, rec, sch, req, SkipExhausted)
+	if st.remainingActions != nil && *st.remainingActions <= 0 {
+		return fireDecision{action: actSkip, reason: SkipExhausted}
 	}
-	running := sch.LatestRunStatus != nil && (*sch.LatestRunStatus == models.RunPending || *sch.LatestRunStatus == models.RunRunning)
-	switch req.policy {
+	running := st.latestRunStatus != nil && (*st.latestRunStatus == models.RunPending || *st.latestRunStatus == models.RunRunning)
+	switch st.policy {
 	case OverlapSkip:
 		if running {
-			return s.skip(ctx, rec, sch, req, SkipOverlap)
+			return fireDecision{action: actSkip, reason: SkipOverlap}
 		}
 	case OverlapBufferOne, OverlapBufferAll:
 		// A non-empty buffer also blocks, so buffered fires keep their order.
-		if req.kind != kindDrained && (running || sch.BufferDepth > 0) {
+		if st.kind != kindDrained && (running || st.bufferDepth > 0) {
 			limit := 1
-			if req.policy == OverlapBufferAll {
+			if st.policy == OverlapBufferAll {
 				limit = MaxBufferAll
 			}
-			if sch.BufferDepth >= limit {
-				return s.skip(ctx, rec, sch, req, SkipBufferFull)
+			if st.bufferDepth >= limit {
+				return fireDecision{action: actSkip, reason: SkipBufferFull}
 			}
-			return s.buffer(ctx, rec, sch, req)
+			return fireDecision{action: actBuffer}
 		}
 	case OverlapCancelOther:
 		if running {
-			if err := s.requestCancel(ctx, tx, &rec.ended, rec.now, *sch.LatestRunID, "cancelled by overlap policy cancel_other of schedule "+sch.ScheduleID); err != nil {
-				return FireResult{}, err
-			}
+			return fireDecision{action: actCancelStart}
 		}
 	case OverlapTerminateOther:
 		if running {
-			if err := s.terminate(ctx, tx, &rec.ended, rec.now, *sch.LatestRunID, "terminated by overlap policy terminate_other of schedule "+sch.ScheduleID); err != nil {
-				return FireResult{}, err
-			}
+			return fireDecision{action: actTerminateStart}
+		}
+	}
+	return fireDecision{action: actStart}
+}
+
+// fire decides (decideFire) and performs the decision: starts, buffers or
+// skips. It runs in the caller's transaction on a locked schedule and
+// changes sch in memory; the caller saves sch.
+func (s *Service) fire(ctx context.Context, tx bun.IDB, rec *recorder, sch *models.ClaimedSchedule, req fireRequest) (FireResult, error) {
+	d := decideFire(fireState{
+		kind: req.kind, policy: req.policy, status: sch.Status, remainingActions: sch.RemainingActions,
+		latestRunStatus: sch.LatestRunStatus, bufferDepth: sch.BufferDepth,
+	})
+	switch d.action {
+	case actSkip:
+		return s.skip(ctx, rec, sch, req, d.reason)
+	case actBuffer:
+		return s.buffer(ctx, rec, sch, req)
+	case actCancelStart:
+		if err := s.requestCancel(ctx, tx, &rec.ended, rec.now, *sch.LatestRunID, "cancelled by overlap policy cancel_other of schedule "+sch.ScheduleID); err != nil {
+			return FireResult{}, err
+		}
+	case actTerminateStart:
+		if err := s.terminate(ctx, tx, &rec.ended, rec.now, *sch.LatestRunID, "terminated by overlap policy terminate_other of schedule "+sch.ScheduleID); err != nil {
+			return FireResult{}, err
 		}
 	}
 	return s.start(ctx, tx, rec, sch, req)
@@ -159,6 +208,9 @@ func remember(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, a
 
 // route resolves where the run is queued: schedule → workflow type → default.
 func (s *Service) route(sch *models.Schedule) Route {
+	if t := sch.Action.Target; IsHTTP(t) {
+		return Route{Connection: HTTPConnection, Queue: targetHost(t)}
+	}
 	r := s.routing.Default
 	if byType, ok := s.routing.ByWorkflowType[sch.Action.WorkflowType]; ok {
 		if byType.Connection != "" {
@@ -200,6 +252,8 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 			WorkflowType: sch.Action.WorkflowType, WorkflowClass: sch.Action.WorkflowClass,
 			Input: input, Status: models.RunPending, Trigger: req.kind,
 			Connection: route.Connection, Queue: route.Queue, OccurrenceTime: &occurrence,
+			// A pending run names the attempt it runs next (SPEC §10).
+			Attempt: 1,
 			// The provenance event is sequence 1, served from the row.
 			LastSequence: 1,
 			CreatedAt:    now, UpdatedAt: now,

@@ -22,13 +22,27 @@ func (s *Service) attachRead(ctx context.Context, schedules ...*models.Schedule)
 	if err := s.attachRecentActions(ctx, schedules...); err != nil {
 		return err
 	}
+	var runIDs []string
+	for _, sch := range schedules {
+		if sch.LatestRunID != nil {
+			runIDs = append(runIDs, *sch.LatestRunID)
+		}
+	}
+	latest, err := models.LatestRunStates(ctx, s.db, runIDs)
+	if err != nil {
+		return err
+	}
 	for _, sch := range schedules {
 		sch.Health = health[sch.ID]
 		sch.Health.ScheduleULID = sch.ID
 		if sch.Health.RecentRuns == nil {
 			sch.Health.RecentRuns = []models.RecentRun{}
 		}
+		if sch.LatestRunID != nil {
+			sch.LatestRun = latest[*sch.LatestRunID]
+		}
 	}
+	setHealthState(s.clock.Now(), schedules...)
 	return nil
 }
 
@@ -131,7 +145,7 @@ func (s *Service) PauseFailing(ctx context.Context, limit int) ([]string, error)
 func failureReason(h models.ScheduleHealth) string {
 	reason := fmt.Sprintf("paused after %d consecutive failed runs", h.ConsecutiveFailures)
 	if h.LastRunError != nil && *h.LastRunError != "" {
-		reason += "; last error: " + *h.LastRunError
+		reason += "; last error: " + summaryExcerpt(*h.LastRunError) // the whole message is on the run
 	}
 	if utf8.RuneCountInString(reason) > MaxReasonLength {
 		reason = string([]rune(reason)[:MaxReasonLength-1]) + "…"

@@ -14,18 +14,25 @@ import (
 
 // Fates of an occurrence in the ledger (CONTRACT §12).
 const (
-	FateStarted       = "started"        // a run exists for it (scheduled, drained or backfilled)
-	FateSkipped       = "skipped"        // a fire was attempted and skipped (reason)
-	FateBuffered      = "buffered"       // parked by the overlap policy, not drained yet
-	FateMissed        = "missed"         // active, yet nothing fired: scheduler down or dropped by catch-up
+	FateStarted  = "started"  // a run exists for it (scheduled, drained or backfilled)
+	FateSkipped  = "skipped"  // a fire was attempted and skipped (reason)
+	FateBuffered = "buffered" // parked by the overlap policy, not drained yet
+	FateMissed   = "missed"   // active, yet nothing fired: scheduler down or dropped by catch-up
+	// FateCompacted: no evidence left, and none is expected — the
+	// occurrence is at or before what audit compaction removed (SPEC §19),
+	// and retention removed its run with it.
+	FateCompacted     = "compacted"
 	FatePaused        = "paused"         // the schedule was paused then
 	FateBeforeCreated = "before_created" // the schedule did not exist yet
 	FateAfterDeleted  = "after_deleted"  // the schedule was deleted by then
 	FateDue           = "due"            // not yet fired: in the future, or the next fire now
+	// FateBackfillPending: a running or paused backfill job will still
+	// start it (docs/BACKFILLS.md).
+	FateBackfillPending = "backfill_pending"
 )
 
 // Fates lists every fate, in the order surfaces show them.
-var Fates = []string{FateStarted, FateSkipped, FateBuffered, FateMissed, FatePaused, FateBeforeCreated, FateAfterDeleted, FateDue}
+var Fates = []string{FateStarted, FateSkipped, FateBuffered, FateBackfillPending, FateMissed, FateCompacted, FatePaused, FateBeforeCreated, FateAfterDeleted, FateDue}
 
 // Ledger bounds.
 const (
@@ -300,6 +307,22 @@ func (s *Service) ledgerFates(ctx context.Context, sch *models.Schedule, occ []O
 			skips[*e.WorkflowInstanceID] = p.Reason // in sequence order: the last one wins
 		}
 	}
+	jobs, err := models.UnfinishedBackfillsOf(ctx, s.db, sch.ID)
+	if err != nil {
+		return err
+	}
+	pending := func(t time.Time) bool {
+		for i := range jobs {
+			if jobWillStart(&jobs[i], t) {
+				return true
+			}
+		}
+		return false
+	}
+	comp, err := models.CompactionOf(ctx, s.db, sch.ID)
+	if err != nil {
+		return err
+	}
 	buffered := map[string]bool{}
 	for _, b := range sch.BufferedActions {
 		buffered[b.InstanceID] = true
@@ -331,8 +354,12 @@ func (s *Service) ledgerFates(ctx context.Context, sch *models.Schedule, occ []O
 			o.Fate, o.InstanceID, o.Reason = FateSkipped, scheduled[i], skips[scheduled[i]]
 		case skips[backfill[i]] != "":
 			o.Fate, o.InstanceID, o.Reason = FateSkipped, backfill[i], skips[backfill[i]]
+		case len(jobs) > 0 && pending(o.Time):
+			o.Fate, o.InstanceID = FateBackfillPending, backfill[i]
 		case st.status == FateMissed && (o.Time.After(now) || (sch.NextNominalAt != nil && !o.Time.Before(*sch.NextNominalAt))):
 			o.Fate = FateDue // future, or the overdue next fire the loop has yet to take
+		case st.status == FateMissed && comp != nil && !o.Time.After(comp.ThroughAt):
+			o.Fate = FateCompacted // its run and its fire or skip event are gone with age
 		case st.status == FatePaused && o.Time.After(now) && sch.Status == models.StatusPaused && sch.PausedUntil != nil && o.Time.After(*sch.PausedUntil):
 			o.Fate = FateDue // after the timed pause ends
 		default:

@@ -25,8 +25,8 @@ type ListFilter struct {
 	Label        string // "key=value" (also "key:value"; see ParseLabelFilter)
 	Cursor       string // opaque, from a previous SchedulePage
 	Limit        int
-	Health       string // "" (any), "failing": consecutive failures > 0, or "overdue": active and past its next fire
-	Sort         string // "" or "schedule_id" (default), "health": most consecutive failures first, or "next_fire": soonest first
+	Health       string // "" (any), or a state of healthstate.go: "failing", "stuck", "overdue" or "skipping"
+	Sort         string // "" or "schedule_id" (default), "health": by HealthRank (failing, stuck, overdue, skipping, the rest), or "next_fire": soonest first
 }
 
 // SchedulePage is one page of schedules ordered by schedule ID.
@@ -57,21 +57,26 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	if limit < 1 || limit > MaxListLimit {
 		v.Add("limit", "must be between 1 and 200")
 	}
-	filter := models.ScheduleFilter{Namespace: f.Namespace, Statuses: statuses, Text: f.Text, WorkflowType: f.WorkflowType, Limit: limit}
+	now := s.clock.Now()
+	filter := models.ScheduleFilter{Namespace: f.Namespace, Statuses: statuses, Text: f.Text, WorkflowType: f.WorkflowType, Limit: limit,
+		Conditions: healthConditions(now)}
 	switch f.Health {
 	case "":
-	case "failing":
+	case HealthFailing:
 		filter.Failing = true
-	case "overdue":
-		now := s.clock.Now()
+	case HealthOverdue:
 		filter.DueBefore = &now
+	case HealthStuck:
+		filter.Stuck = true
+	case HealthSkipping:
+		filter.Skipping = true
 	default:
-		v.Add("health", "must be failing or overdue (or left out)")
+		v.Add("health", "must be failing, stuck, overdue or skipping (or left out)")
 	}
 	switch f.Sort {
 	case "", "schedule_id":
 	case "health":
-		filter.ByHealth = true
+		filter.ByHealthRank = true
 	case "next_fire":
 		filter.ByNextFire = true
 	default:
@@ -82,7 +87,7 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 		if filter.ByNextFire {
 			filter.AfterNextFire, filter.AfterID, ok = decodeNextFireCursor(f.Cursor)
 		} else {
-			filter.AfterFailures, filter.AfterID, ok = decodeListCursor(f.Cursor, filter.ByHealth)
+			filter.AfterRank, filter.AfterID, ok = decodeListCursor(f.Cursor, filter.ByHealthRank)
 		}
 		if !ok {
 			v.Add("cursor", "is not a cursor returned by this API (for this sort)")
@@ -109,27 +114,30 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	if err := s.attachRecentActions(ctx, list...); err != nil {
 		return nil, err
 	}
+	setHealthState(now, list...)
 	page := &SchedulePage{Schedules: rows, HasMore: more}
 	switch {
 	case more && filter.ByNextFire:
 		page.NextCursor = encodeNextFireCursor(&rows[len(rows)-1])
 	case more:
-		page.NextCursor = encodeListCursor(&rows[len(rows)-1], filter.ByHealth)
+		page.NextCursor = encodeListCursor(&rows[len(rows)-1], filter.ByHealthRank)
 	}
 	return page, nil
 }
 
 // encodeListCursor names the last row of a page: its schedule ID, and for
-// the health order its consecutive failures first ("3:nightly").
+// the health order its rank first ("1:nightly"). The rank moves with time
+// (a run becomes stuck), so a schedule whose state changed between two
+// pages may show on both or neither, as with any order by a live value.
 func encodeListCursor(last *models.Schedule, byHealth bool) string {
 	key := last.ScheduleID
 	if byHealth {
-		key = strconv.FormatInt(last.Health.ConsecutiveFailures, 10) + ":" + key
+		key = strconv.FormatInt(last.HealthRank, 10) + ":" + key
 	}
 	return base64.RawURLEncoding.EncodeToString([]byte(key))
 }
 
-func decodeListCursor(cursor string, byHealth bool) (failures int64, scheduleID string, ok bool) {
+func decodeListCursor(cursor string, byHealth bool) (rank int64, scheduleID string, ok bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
 		return 0, "", false
@@ -141,9 +149,9 @@ func decodeListCursor(cursor string, byHealth bool) (failures int64, scheduleID 
 		if !found || err != nil || n < 0 {
 			return 0, "", false
 		}
-		failures, key = n, id
+		rank, key = n, id
 	}
-	return failures, key, ValidScheduleID(key)
+	return rank, key, ValidScheduleID(key)
 }
 
 // encodeNextFireCursor names the last row of a next-fire page: its next
@@ -185,7 +193,12 @@ const LoopGrace = time.Minute
 // Counts are a namespace's live schedules by health (the registry's chips).
 func (s *Service) Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error) {
 	now := s.clock.Now()
-	return models.CountSchedules(ctx, s.db, namespace, now, now.Add(-LoopGrace))
+	c, err := models.CountSchedules(ctx, s.db, namespace, now, now.Add(-LoopGrace))
+	if err != nil {
+		return c, err
+	}
+	c.Stuck, c.Skipping, err = models.CountStuckSkipping(ctx, s.db, namespace, healthConditions(now))
+	return c, err
 }
 
 // ParseLabelFilter reads a label filter. Labels are written key=value

@@ -1,12 +1,16 @@
 package scheduling
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/maintenance"
 	"github.com/tidelinehq/tideline/models"
 )
 
@@ -19,11 +23,15 @@ type LoopResult struct {
 	Deleted models.DeletedRows // rows retention deleted
 }
 
-// Loop drives the service: every Period, and as soon as a schedule is due
-// within it, it ticks (until no batch is full, so a backlog drains at full
-// speed) and enforces run deadlines. With Ahead set it also prepares fires
-// before their instant and commits them at it (see PrepareFires). It never
-// dies on an error; it logs it and tries again next period.
+// Loop drives the service. Its fire goroutine only claims and fires:
+// every Period, and as soon as a schedule is due within it, it ticks
+// (until no batch is full, so a backlog drains at full speed). The
+// housekeeping — timed pauses, health, pauses on failure, run deadlines,
+// retention, the database's upkeep (housekeeping.go) — runs beside it as
+// maintenance tasks, each on a goroutine and period of its own, so a task
+// that fails or hangs never delays a fire. With Ahead set it also prepares
+// fires before their instant and commits them at it (see PrepareFires).
+// It never dies on an error; it logs it and tries again next period.
 type Loop struct {
 	Service *Service
 	Period  time.Duration
@@ -39,53 +47,134 @@ type Loop struct {
 	// every pass; the zero value keeps everything.
 	Retention Retention
 	Logger    *slog.Logger
-	// OnPass, when set, observes every pass (metrics).
+	// OnPass, when set, observes every fire pass (metrics).
 	OnPass func(LoopResult, time.Duration, error)
 	// OnPrepared, when set, observes every prepared instant once its commit
 	// was attempted; err is the commit's error.
 	OnPrepared func(p *Prepared, err error)
+	// OnTask, when set, observes every run of a housekeeping task (metrics;
+	// tests wait on it): its name, what it did, how long it took, its error.
+	OnTask func(maintenance.Report[LoopResult])
+	// BeforeTask, when set, runs before every housekeeping task; an error
+	// fails that run. Tests inject faults through it; production leaves it
+	// nil.
+	BeforeTask func(ctx context.Context, task string) error
+	// OnConnectionLost, when set, observes each time the loop finds the
+	// database unavailable after it was reachable (metrics): once per
+	// outage, however many of its parts meet it.
+	OnConnectionLost func()
+	// OutageMerge is how closely unavailable errors must follow each other
+	// to be one outage (logged and counted once); zero means
+	// DefaultOutageMerge.
+	OutageMerge time.Duration
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
-	done   chan struct{}
+	// stopClaiming ends the passes, the dispatcher and the preparer's
+	// search, but lets a prepared set wait for its instant (Shutdown).
+	stopClaiming context.CancelFunc
+	// commitUntil is the last instant a prepared set may still be
+	// committed at once claiming stopped (set by Shutdown).
+	commitUntil time.Time
+	done        chan struct{}
+	outage      outage
 }
 
-// RunOnce performs one pass: tick batches until a batch comes back short,
-// then the run deadline sweep.
+// outage is whether the loop's parts last found the database unavailable
+// (database.Unavailable), shared by them all: a restart or failover makes
+// the pass, the dispatcher and the preparer fail together, and each again
+// every period until it is back; and after pg_terminate_backend every
+// pooled connection fails once more on its next use. One WARN when it goes
+// and one INFO when it returns say it all: failures within outageMerge of
+// the last one belong to the same outage.
+type outage struct {
+	mu    sync.Mutex
+	since time.Time // when the open outage began; zero while the database answers
+	last  time.Time // the last unavailable error
+	quiet bool      // the open outage continues one already reported
+}
+
+// DefaultOutageMerge is Loop.OutageMerge's default: after a restart, a
+// failover or pg_terminate_backend, the pooled connections that were open
+// fail one by one as the parts next use them (database/sql only pings a
+// connection idle for more than a second), over a few periods.
+const DefaultOutageMerge = 5 * time.Second
+
+// failed logs a part's error: an unavailable database once per outage at
+// WARN (then DEBUG) and counted by OnConnectionLost; anything else at
+// ERROR, every time.
+func (l *Loop) failed(logger *slog.Logger, msg string, err error, args ...any) {
+	if !database.Unavailable(err) {
+		logger.Error(msg, append(args, "err", err)...)
+		return
+	}
+	now := l.Service.clock.Now()
+	o := &l.outage
+	o.mu.Lock()
+	report := false
+	switch {
+	case !o.since.IsZero(): // still out
+	case !o.last.IsZero() && now.Sub(o.last) < cmp.Or(l.OutageMerge, DefaultOutageMerge):
+		o.since, o.quiet = now, true // the tail of the last one
+	default:
+		o.since, o.quiet, report = now, false, true
+	}
+	o.last = now
+	o.mu.Unlock()
+	if !report {
+		logger.Debug(msg+": database unavailable", append(args, "err", err)...)
+		return
+	}
+	logger.Warn("database connection lost; the loop retries every period", append(args, "part", msg, "err", err)...)
+	if l.OnConnectionLost != nil {
+		l.OnConnectionLost()
+	}
+}
+
+// reached records that a part reached the database; after an outage it
+// logs how long the outage lasted.
+func (l *Loop) reached(logger *slog.Logger) {
+	o := &l.outage
+	o.mu.Lock()
+	since, quiet := o.since, o.quiet
+	o.since = time.Time{}
+	o.mu.Unlock()
+	if !since.IsZero() && !quiet {
+		logger.Info("database connection restored", "unavailable_for", l.Service.clock.Now().Sub(since).Round(time.Millisecond))
+	}
+}
+
+// RunOnce performs one pass in order, for a caller that drives the loop
+// (tests, `tideline tick`): the housekeeping that comes before firing
+// (timed pauses that ended resume, so they fire this pass; health is
+// folded and failing schedules pause, so they do not fire again), the
+// ticks until a batch comes back short, then the run deadline sweep and
+// retention. A failing task is logged, reported to OnTask and returned,
+// joined with the others' errors — and the tick runs all the same.
 func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
-	limit := l.Limit
-	if limit <= 0 {
-		limit = DefaultTickLimit
-	}
+	limit := l.limit()
+	before, after, _ := l.housekeeping(limit, l.Period)
+	r := l.runner(nil)
 	var res LoopResult
-	// Timed pauses that ended resume first, so their next fire is due
-	// from this pass on.
-	resumed, err := l.Service.ResumeDue(ctx, limit)
-	res.Resumed = resumed
-	if err != nil {
-		return res, err
-	}
-	if _, err := l.Service.FoldHealth(ctx, limit); err != nil {
-		return res, err
-	}
-	// Pause failing schedules first, so that they do not fire again.
-	paused, err := l.Service.PauseFailing(ctx, limit)
-	res.Paused = paused
-	if err != nil {
-		return res, err
-	}
-	rows, err := l.tickAll(ctx, limit)
+	beforeErr := l.runTasks(ctx, r, before, &res)
+	rows, tickErr := l.tickAll(ctx, limit)
 	res.Rows = rows
-	if err != nil {
-		return res, err
+	afterErr := l.runTasks(ctx, r, after, &res)
+	return res, errors.Join(beforeErr, tickErr, afterErr)
+}
+
+// FireOnce is the fire goroutine's pass: tick until a batch comes back
+// short, nothing else.
+func (l *Loop) FireOnce(ctx context.Context) (LoopResult, error) {
+	rows, err := l.tickAll(ctx, l.limit())
+	return LoopResult{Rows: rows}, err
+}
+
+func (l *Loop) limit() int {
+	if l.Limit <= 0 {
+		return DefaultTickLimit
 	}
-	expired, err := l.Service.EnforceDeadlines(ctx, limit)
-	res.Expired = expired
-	if err != nil {
-		return res, err
-	}
-	res.Deleted, err = l.Service.Retain(ctx, l.Retention)
-	return res, err
+	return l.Limit
 }
 
 // tickParallelism is how many tick loops drain a backlog at once on
@@ -101,6 +190,7 @@ const tickParallelism = 2
 // a pass without a backlog is exactly one serial tick — drains before
 // fires; only a full first batch makes the others join.
 func (l *Loop) tickAll(ctx context.Context, limit int) ([]TickRow, error) {
+	defer l.Service.turns.fire()()
 	rows, err := l.Service.Tick(ctx, limit)
 	if err != nil || len(rows) < limit || ctx.Err() != nil {
 		return rows, err
@@ -134,6 +224,14 @@ func (l *Loop) tickAll(ctx context.Context, limit int) ([]TickRow, error) {
 	return rows, firstErr
 }
 
+// logger is the loop's Logger, or one that discards.
+func (l *Loop) logger() *slog.Logger {
+	if l.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l.Logger
+}
+
 // Start runs passes in the background until ctx ends or Stop is called.
 func (l *Loop) Start(ctx context.Context) {
 	l.mu.Lock()
@@ -142,7 +240,8 @@ func (l *Loop) Start(ctx context.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	l.cancel = cancel
+	claimCtx, stopClaiming := context.WithCancel(ctx)
+	l.cancel, l.stopClaiming = cancel, stopClaiming
 	l.done = make(chan struct{})
 	period := l.Period
 	if period <= 0 {
@@ -153,10 +252,15 @@ func (l *Loop) Start(ctx context.Context) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { l.tickEvery(ctx, period, logger) })
-	wg.Go(func() { l.notifyEvery(ctx, period, logger) })
+	// Everything that claims stops with claimCtx (Shutdown); a prepared
+	// set waits for its instant on ctx.
+	wg.Go(func() { l.tickEvery(claimCtx, period, logger) })
+	before, after, upkeep := l.housekeeping(l.limit(), period)
+	wg.Go(l.runner(slices.Concat(before, after, upkeep)).Start(claimCtx))
+	wg.Go(func() { l.notifyEvery(claimCtx, period, logger) })
+	wg.Go(func() { l.Service.RunTargets(claimCtx, logger) })
 	if l.Ahead > 0 && l.Service.CanPrepare() {
-		wg.Go(func() { l.prepareAhead(ctx, period, logger) })
+		wg.Go(func() { l.prepareAhead(claimCtx, ctx, period, logger) })
 	}
 	go func() {
 		wg.Wait()
@@ -164,37 +268,24 @@ func (l *Loop) Start(ctx context.Context) {
 	}()
 }
 
-// tickEvery runs passes until ctx ends: one per period, or sooner when a
-// schedule comes due within the period.
+// tickEvery runs fire passes until ctx ends: one per period, or sooner
+// when a schedule comes due within the period.
 func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
 	svc := l.Service
-	var optimized, vacuumed time.Time
 	for {
 		started := svc.clock.Now()
-		// SQLite's planner needs statistics as the tables grow (see
-		// Dialect.Optimize); first thing, then once an hour.
-		if started.Sub(optimized) >= optimizeEvery {
-			optimized = started
-			if err := database.Of(svc.db).Optimize(ctx, svc.db); err != nil && ctx.Err() == nil {
-				logger.Warn("optimize database", "err", err)
-			}
-		}
-		res, err := l.RunOnce(ctx)
+		res, err := l.FireOnce(ctx)
 		if ctx.Err() != nil {
 			return // stopping: a pass cut short is not a failure
 		}
-		if started.Sub(vacuumed) >= vacuumEvery {
-			vacuumed = started
-			if err := models.VacuumDueQueue(ctx, svc.db); err != nil && ctx.Err() == nil {
-				logger.Warn("vacuum the due queue", "err", err)
-			}
-		}
 		if err != nil {
-			logger.Error("scheduling pass failed", "err", err)
+			l.failed(logger, "scheduling pass failed", err)
+		} else {
+			l.reached(logger)
 		}
 		took := svc.clock.Now().Sub(started)
 		if n := len(res.Rows); n > 0 {
-			logger.Debug("scheduling pass", "rows", n, "expired_runs", res.Expired, "took", took)
+			logger.Debug("scheduling pass", "rows", n, "took", took)
 		}
 		if l.OnPass != nil {
 			l.OnPass(res, took, err)
@@ -214,28 +305,17 @@ func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog
 // its own goroutine: posting to a slow or dead receiver waits out its
 // timeout here, never in a scheduling pass. A full pass goes again at once.
 func (l *Loop) notifyEvery(ctx context.Context, period time.Duration, logger *slog.Logger) {
-	for {
-		sent, err := l.Service.NotifyOnce(ctx, DefaultDispatchLimit)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			logger.Error("notification pass failed", "err", err)
-		}
-		if sent < DefaultDispatchLimit && !sleep(ctx, l.Service.clock, period) {
-			return
-		}
-	}
+	l.Service.RunNotifications(ctx, period, logger)
 }
 
 // prepareAhead prepares the fires of each coming instant early enough to
-// write them all before it, then commits them at the instant.
-func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *slog.Logger) {
+// write them all before it, then commits them at the instant. ctx ends its
+// search for instants (claiming); hard ends everything. A set prepared when
+// claiming stops is committed at its instant if that comes by the
+// Shutdown's commitUntil, and rolled back otherwise.
+func (l *Loop) prepareAhead(ctx, hard context.Context, period time.Duration, logger *slog.Logger) {
 	svc := l.Service
-	limit := l.Limit
-	if limit <= 0 {
-		limit = DefaultTickLimit
-	}
+	limit := l.limit()
 	rate := initialPrepareRate
 	var handled time.Time // instants up to this one are done
 	for ctx.Err() == nil {
@@ -243,7 +323,7 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 		at, due, ok, err := svc.NextFireInstant(ctx, later(now, handled), now.Add(l.Ahead))
 		if err != nil {
 			if ctx.Err() == nil {
-				logger.Error("find the next instant to prepare", "err", err)
+				l.failed(logger, "find the next instant to prepare", err)
 			}
 			sleep(ctx, l.Service.clock, period)
 			continue
@@ -258,10 +338,13 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 		}
 		handled = at
 		began := svc.clock.Now()
-		p, err := svc.PrepareFires(ctx, at, limit, at.Add(-commitMargin))
+		// hard, not ctx: database/sql rolls a transaction back when its
+		// context ends, and a set prepared when claiming stops may still
+		// be committed (awaitInstant). Preparing ends by the instant anyway.
+		p, err := svc.PrepareFires(hard, at, limit, at.Add(-commitMargin))
 		if err != nil {
 			if ctx.Err() == nil {
-				logger.Error("prepare fires", "at", at, "err", err)
+				l.failed(logger, "prepare fires", err, "at", at)
 			}
 			continue
 		}
@@ -269,19 +352,18 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 		if n, took := len(p.Rows), prepared.Sub(began); n >= 100 && took > 0 {
 			rate = (rate + float64(n)/took.Seconds()) / 2
 		}
-		for ctx.Err() == nil {
-			left := at.Sub(svc.clock.Now())
-			if left <= 0 {
-				break
+		if !l.awaitInstant(ctx, hard, at, period) {
+			if err := p.Rollback(); err != nil {
+				logger.Warn("roll back prepared fires on shutdown", "at", at, "err", err)
+			} else if len(p.Rows) > 0 {
+				logger.Info("prepared fires rolled back on shutdown; another replica (or the next start) fires them", "at", at, "fires", len(p.Rows))
 			}
-			sleep(ctx, l.Service.clock, min(left, period))
-		}
-		if ctx.Err() != nil {
-			_ = p.Rollback()
 			return
 		}
-		err = p.Commit(ctx)
-		if err != nil {
+		err = p.Commit(hard)
+		if err != nil && database.Unavailable(err) {
+			l.failed(logger, "commit prepared fires", err, "at", at, "fires", len(p.Rows))
+		} else if err != nil {
 			logger.Warn("prepared fires not committed; they fire at the next pass", "at", at, "fires", len(p.Rows), "err", err)
 		} else if len(p.Rows) > 0 {
 			logger.Debug("prepared fires committed", "at", at, "fires", len(p.Rows), "began_before", at.Sub(began), "prepared_in", prepared.Sub(began), "commit_delay", p.CommittedAt.Sub(at))
@@ -292,13 +374,45 @@ func (l *Loop) prepareAhead(ctx context.Context, period time.Duration, logger *s
 	}
 }
 
-// optimizeEvery is how often the loop refreshes SQLite's statistics.
-const optimizeEvery = time.Hour
+// awaitInstant waits for the instant at of a prepared set and reports
+// whether to commit it: true at the instant, false when the loop stops
+// first (hard), or claiming stops (ctx) and at comes after commitUntil.
+func (l *Loop) awaitInstant(ctx, hard context.Context, at time.Time, period time.Duration) bool {
+	clock := l.Service.clock
+	for hard.Err() == nil {
+		left := at.Sub(clock.Now())
+		if left <= 0 {
+			return true
+		}
+		if ctx.Err() != nil {
+			l.mu.Lock()
+			until := l.commitUntil
+			l.mu.Unlock()
+			if at.After(until) {
+				return false
+			}
+			sleep(hard, clock, left)
+			continue
+		}
+		// Claiming may stop while this waits: wake for that too.
+		wait := min(left, period)
+		select {
+		case <-ctx.Done():
+		case <-sleepDone(hard, clock, wait):
+		}
+	}
+	return false
+}
 
-// vacuumEvery is how often the loop vacuums the due queue, which takes a
-// new row version per fire (models.VacuumDueQueue): at 10,000 fires a
-// minute, a minute's worth is ~1 MB the next minute's fires reuse.
-const vacuumEvery = time.Minute
+// sleepDone is sleep as a channel, closed when it returns.
+func sleepDone(ctx context.Context, clock Clock, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		sleep(ctx, clock, d)
+		close(done)
+	}()
+	return done
+}
 
 // Preparing ahead starts with a cautious guess of how fast fires are
 // written, then follows what it measures.
@@ -320,6 +434,34 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// Shutdown stops the loop for a process going away (SPEC §20): it stops
+// claiming at once — the pass under way ends (a tick cut short rolls back
+// its batch: those schedules are due again for any replica), the
+// dispatcher and the preparer stop looking — and a set of fires already
+// prepared is committed at its instant when that comes within commitWithin,
+// else rolled back. It returns when every part stopped, or, when ctx ends
+// first, stops them hard and returns ctx's error.
+func (l *Loop) Shutdown(ctx context.Context, commitWithin time.Duration) error {
+	l.mu.Lock()
+	stopClaiming, cancel, done := l.stopClaiming, l.cancel, l.done
+	l.commitUntil = l.Service.clock.Now().Add(commitWithin)
+	l.cancel, l.stopClaiming = nil, nil
+	l.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	stopClaiming()
+	select {
+	case <-done:
+		cancel()
+		return nil
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return ctx.Err()
+	}
 }
 
 // Stop ends the loop and waits for the current pass; calling it twice, or

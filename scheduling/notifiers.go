@@ -102,8 +102,12 @@ func newSecret() string {
 	return "whsec_" + hex.EncodeToString(b)
 }
 
-// CreateNotifier stores a new notifier of the namespace.
-func (s *Service) CreateNotifier(ctx context.Context, namespace string, in NotifierInput) (*NotifierResult, error) {
+// CreateNotifier stores a new notifier of the namespace; cc (who asked) is
+// recorded in its trail (NotifierHistory).
+func (s *Service) CreateNotifier(ctx context.Context, namespace string, in NotifierInput, cc *CommandContext) (*NotifierResult, error) {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	n := &models.Notifier{
 		ID: s.ids.newAt(now), Namespace: namespace, Name: in.Name, Format: notify.FormatJSON,
@@ -138,7 +142,15 @@ func (s *Service) CreateNotifier(ctx context.Context, namespace string, in Notif
 		if err != nil && database.Of(tx).IsUniqueViolation(err) {
 			return conflict(CodeNotifierAlreadyExists, "notifier %q already exists in namespace %q", n.Name, namespace)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		state := stateOf(n)
+		state.SecretSource = "generated"
+		if in.Secret != nil {
+			state.SecretSource = "given"
+		}
+		return s.recordObjectChange(ctx, tx, namespace, ObjectKindNotifier, n.Name, EventNotifierCreated, cc, state)
 	})
 	if err != nil {
 		return nil, err
@@ -146,8 +158,13 @@ func (s *Service) CreateNotifier(ctx context.Context, namespace string, in Notif
 	return &NotifierResult{Notifier: n, Secret: n.Secret}, nil
 }
 
-// UpdateNotifier changes the given fields of a notifier.
-func (s *Service) UpdateNotifier(ctx context.Context, namespace string, in NotifierInput) (*NotifierResult, error) {
+// UpdateNotifier changes the given fields of a notifier; cc is recorded
+// in its trail with what changed (a change that changes nothing records
+// nothing).
+func (s *Service) UpdateNotifier(ctx context.Context, namespace string, in NotifierInput, cc *CommandContext) (*NotifierResult, error) {
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
 	var out *NotifierResult
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		n, err := models.GetNotifier(ctx, tx, namespace, in.Name)
@@ -157,6 +174,7 @@ func (s *Service) UpdateNotifier(ctx context.Context, namespace string, in Notif
 		if err != nil {
 			return err
 		}
+		before := *n
 		if in.URL != nil {
 			n.URL = *in.URL
 		}
@@ -171,18 +189,26 @@ func (s *Service) UpdateNotifier(ctx context.Context, namespace string, in Notif
 		}
 		out = &NotifierResult{Notifier: n}
 		var given *string
+		secret := ""
 		switch {
 		case in.Secret != nil:
-			n.Secret, given, out.Secret = *in.Secret, in.Secret, *in.Secret
+			n.Secret, given, out.Secret, secret = *in.Secret, in.Secret, *in.Secret, "set"
 		case in.RotateSecret:
 			n.Secret = newSecret()
-			out.Secret = n.Secret
+			out.Secret, secret = n.Secret, "rotated"
 		}
 		if err := s.validateNotifier(n, given); err != nil {
 			return err
 		}
 		n.UpdatedAt = s.now()
-		return models.UpdateNotifier(ctx, tx, n)
+		if err := models.UpdateNotifier(ctx, tx, n); err != nil {
+			return err
+		}
+		diff := notifierDiff(&before, n, secret)
+		if len(diff.Changed) == 0 {
+			return nil
+		}
+		return s.recordObjectChange(ctx, tx, namespace, ObjectKindNotifier, n.Name, EventNotifierUpdated, cc, diff)
 	})
 	if err != nil {
 		return nil, err
@@ -205,8 +231,11 @@ func (s *Service) ListNotifiers(ctx context.Context, namespace string) ([]models
 }
 
 // DeleteNotifier removes a notifier and its delivery log; deliveries not
-// yet sent are dropped with it.
-func (s *Service) DeleteNotifier(ctx context.Context, namespace, name string) error {
+// yet sent are dropped with it. Its trail stays, with cc's deletion last.
+func (s *Service) DeleteNotifier(ctx context.Context, namespace, name string, cc *CommandContext) error {
+	if err := cc.validate(); err != nil {
+		return err
+	}
 	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		n, err := models.GetNotifier(ctx, tx, namespace, name)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -215,7 +244,10 @@ func (s *Service) DeleteNotifier(ctx context.Context, namespace, name string) er
 		if err != nil {
 			return err
 		}
-		return models.DeleteNotifier(ctx, tx, n.ID)
+		if err := models.DeleteNotifier(ctx, tx, n.ID); err != nil {
+			return err
+		}
+		return s.recordObjectChange(ctx, tx, namespace, ObjectKindNotifier, n.Name, EventNotifierDeleted, cc, stateOf(n))
 	})
 }
 
@@ -282,7 +314,7 @@ func (s *Service) TestNotifier(ctx context.Context, namespace, name, actor strin
 	if err := models.InsertDeliveries(ctx, s.db, []*models.Delivery{d}); err != nil {
 		return nil, err
 	}
-	if err := s.attempt(ctx, d, nf); err != nil {
+	if _, err := s.attempt(ctx, d, nf); err != nil {
 		return nil, err
 	}
 	return models.GetDelivery(ctx, s.db, nf.ID, d.ID)

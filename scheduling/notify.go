@@ -76,7 +76,7 @@ func runNotice(run *models.Run) (notice, bool) {
 	}
 	n.summary = fmt.Sprintf("Run %s of schedule %s %s after %d attempt(s)", run.ID, n.scheduleID, verb, run.Attempt)
 	if e.Message != "" {
-		n.summary += ": " + e.Message
+		n.summary += ": " + summaryExcerpt(e.Message)
 	}
 	return n, true
 }

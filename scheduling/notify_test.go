@@ -131,7 +131,7 @@ func newNotifyFixture(t *testing.T, db *bun.DB) *fixture {
 
 func (f *fixture) notifier(name, url string, events []string, selector map[string]string) string {
 	f.t.Helper()
-	res, err := f.svc.CreateNotifier(f.ctx, "default", scheduling.NotifierInput{Name: name, URL: &url, Events: events, LabelSelector: selector})
+	res, err := f.svc.CreateNotifier(f.ctx, "default", scheduling.NotifierInput{Name: name, URL: &url, Events: events, LabelSelector: selector}, nil)
 	require.NoError(f.t, err)
 	require.NotEmpty(f.t, res.Secret, "the secret is shown on create")
 	return res.Secret
@@ -489,13 +489,13 @@ func TestNotifierValidation(t *testing.T) {
 		{scheduling.NotifierInput{Name: "a", URL: url("https://hooks.example.com/x"), Events: []string{"run_failed"}, Secret: url("short")}, []string{"secret"}},
 	}
 	for _, c := range cases {
-		_, err := strict.CreateNotifier(t.Context(), "default", c.in)
+		_, err := strict.CreateNotifier(t.Context(), "default", c.in, nil)
 		requireFields(t, err, c.fields...)
 	}
-	res, err := strict.CreateNotifier(t.Context(), "default", scheduling.NotifierInput{Name: "ok", URL: url("https://hooks.example.com/x"), Events: []string{"run_failed"}})
+	res, err := strict.CreateNotifier(t.Context(), "default", scheduling.NotifierInput{Name: "ok", URL: url("https://hooks.example.com/x"), Events: []string{"run_failed"}}, nil)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(res.Secret, "whsec_"))
-	_, err = strict.CreateNotifier(t.Context(), "default", scheduling.NotifierInput{Name: "ok", URL: url("https://hooks.example.com/x"), Events: []string{"run_failed"}})
+	_, err = strict.CreateNotifier(t.Context(), "default", scheduling.NotifierInput{Name: "ok", URL: url("https://hooks.example.com/x"), Events: []string{"run_failed"}}, nil)
 	var conflict *scheduling.ConflictError
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "notifier_already_exists", conflict.Code)
@@ -513,7 +513,7 @@ func TestDispatchersShareDeliveriesOnPostgres(t *testing.T) {
 	ctx := t.Context()
 	r := newReceiver(t)
 	url := r.URL
-	_, err := services[0].CreateNotifier(ctx, "default", scheduling.NotifierInput{Name: "n", URL: &url, Events: []string{"backfill_finished", "fire_late"}})
+	_, err := services[0].CreateNotifier(ctx, "default", scheduling.NotifierInput{Name: "n", URL: &url, Events: []string{"backfill_finished", "fire_late"}}, nil)
 	require.NoError(t, err)
 	in := cronInput("often", "* * * * *")
 	in.OverlapPolicy = scheduling.OverlapAllowAll

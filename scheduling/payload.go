@@ -69,6 +69,9 @@ type CreatedPayload struct {
 	Action        models.Action `json:"action"`
 	OverlapPolicy string        `json:"overlap_policy"`
 	NextFireAt    *Instant      `json:"next_fire_at"` // null: never fires
+	// Settings are the rest of the definition (versions.go); absent from
+	// events recorded before versions, which are replayed instead.
+	Settings *Settings `json:"settings,omitempty"`
 	Recorded
 }
 
@@ -88,13 +91,17 @@ type ResumedPayload struct {
 }
 
 // UpdatedPayload is ScheduleUpdated's: the changed fields, and the spec,
-// action and policy as the update left them.
+// action, policy and settings as the update left them — the whole
+// definition, so that every version reads from its own event.
 type UpdatedPayload struct {
 	ChangedFields []string      `json:"changed_fields"`
 	Spec          models.Spec   `json:"spec"`
 	Action        models.Action `json:"action"`
 	OverlapPolicy string        `json:"overlap_policy"`
 	NextFireAt    *Instant      `json:"next_fire_at"`
+	Settings      *Settings     `json:"settings,omitempty"` // see CreatedPayload
+	// RevertedTo is the version a revert went back to (Revert).
+	RevertedTo *int64 `json:"reverted_to,omitempty"`
 	Recorded
 }
 

@@ -14,10 +14,11 @@ import (
 // The audit contract (docs/CONTRACT.md, "Audit events"): per event type,
 // the keys always present, then the keys present only when they apply.
 var contract = map[string]struct{ required, optional []string }{
-	scheduling.EventScheduleCreated:   {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}},
-	scheduling.EventSchedulePaused:    {required: []string{"paused_at"}, optional: []string{"reason", "paused_until"}},
-	scheduling.EventScheduleResumed:   {required: []string{"next_fire_at"}, optional: []string{"paused_until"}},
-	scheduling.EventScheduleUpdated:   {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"}},
+	scheduling.EventScheduleCreated: {required: []string{"spec", "action", "overlap_policy", "next_fire_at"}, optional: []string{"settings"}},
+	scheduling.EventSchedulePaused:  {required: []string{"paused_at"}, optional: []string{"reason", "paused_until"}},
+	scheduling.EventScheduleResumed: {required: []string{"next_fire_at"}, optional: []string{"paused_until"}},
+	scheduling.EventScheduleUpdated: {required: []string{"changed_fields", "spec", "action", "overlap_policy", "next_fire_at"},
+		optional: []string{"settings", "reverted_to"}},
 	scheduling.EventScheduleTriggered: {required: []string{"workflow_instance_id", "workflow_run_id", "outcome", "effective_overlap_policy", "trigger_number", "occurrence_time"}},
 	scheduling.EventScheduleTriggerSkipped: {required: []string{"reason", "skipped_trigger_count", "last_skipped_at"},
 		optional: []string{"occurrence_time", "missed_count", "first_missed_at", "last_missed_at"}},
@@ -32,10 +33,10 @@ func TestPayloadsFollowTheContract(t *testing.T) {
 	i := scheduling.InstantOf(&at)
 	cc := scheduling.Recorded{CommandContext: &scheduling.CommandContext{Source: "api"}}
 	cases := []struct{ bare, full scheduling.Payload }{
-		{&scheduling.CreatedPayload{}, &scheduling.CreatedPayload{Recorded: cc}},
+		{&scheduling.CreatedPayload{}, &scheduling.CreatedPayload{Settings: &scheduling.Settings{}, Recorded: cc}},
 		{&scheduling.PausedPayload{}, &scheduling.PausedPayload{Reason: "r", PausedUntil: i, Recorded: cc}},
 		{&scheduling.ResumedPayload{}, &scheduling.ResumedPayload{PausedUntil: i, Recorded: cc}},
-		{&scheduling.UpdatedPayload{}, &scheduling.UpdatedPayload{Recorded: cc}},
+		{&scheduling.UpdatedPayload{}, &scheduling.UpdatedPayload{Settings: &scheduling.Settings{}, RevertedTo: ptr(int64(2)), Recorded: cc}},
 		{&scheduling.TriggeredPayload{}, &scheduling.TriggeredPayload{Recorded: cc}},
 		{&scheduling.SkippedPayload{}, &scheduling.SkippedPayload{OccurrenceTime: i, MissedCount: 2, FirstMissedAt: i, LastMissedAt: i, Recorded: cc}},
 		{&scheduling.DeletedPayload{}, &scheduling.DeletedPayload{Recorded: cc}},

@@ -61,6 +61,7 @@ type Prepared struct {
 	CommittedAt time.Time
 	txs         []*bun.Tx // the open transactions holding the fires; none when nothing was prepared
 	s           *Service
+	started     *startedRuns // the runs the fires start: Commit wakes their pollers
 }
 
 // prepareParallelism is how many transactions prepare an instant at once.
@@ -103,7 +104,8 @@ func (s *Service) PrepareFires(ctx context.Context, at time.Time, limit int, dea
 		limit = DefaultTickLimit
 	}
 	at = utcMicro(at)
-	p := &Prepared{At: at, s: s}
+	ctx, started := withStartedRuns(ctx)
+	p := &Prepared{At: at, s: s, started: started}
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -235,7 +237,7 @@ func (p *Prepared) Commit(ctx context.Context) error {
 		}
 	}
 	p.CommittedAt = p.s.clock.Now()
-	p.s.wakeups.broadcast() // long-polling workers: new runs are committed
+	p.s.wakeups.wake(p.started) // long-polling workers: new runs are committed
 	return firstErr
 }
 

@@ -202,7 +202,7 @@ func TestLoopFiresAheadAtTheInstant(t *testing.T) {
 	defer loop.Stop()
 
 	// A minute ahead is beyond Ahead: the schedules stay free.
-	f.clock.WaitTimers(3) // the tick, the dispatcher and the preparer wait for the clock
+	f.clock.WaitTimers(loopTimers(true)) // the preparer among them
 	require.False(t, locked(t, f, "a"))
 	// A second ahead, three fires need well under a second: prepared.
 	f.clock.Set(at13.Add(-100 * time.Millisecond))
@@ -211,7 +211,7 @@ func TestLoopFiresAheadAtTheInstant(t *testing.T) {
 	}
 	require.Zero(t, f.runCount(), "prepared, not yet visible")
 
-	f.clock.WaitTimers(3) // the preparer holds the fires until the clock reaches 13:00
+	f.clock.WaitTimers(loopTimers(true)) // the preparer holds the fires until the clock reaches 13:00
 	f.clock.Set(at13)
 	select {
 	case err := <-committed:

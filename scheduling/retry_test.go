@@ -61,7 +61,7 @@ func TestRetryBackoffSequenceWithCap(t *testing.T) {
 		for i, delay := range wantDelays {
 			run := f.failOnce(runID, "io")
 			require.Equal(t, models.RunPending, run.Status, "attempt %d is retried", i+1)
-			require.Equal(t, i+1, run.Attempt)
+			require.Equal(t, i+2, run.Attempt, "a run sent back names its next attempt (SPEC §10)")
 			require.True(t, f.clock.Now().Add(delay).Equal(*run.AvailableAt), "attempt %d: available at %v, want now+%v", i+1, run.AvailableAt, delay)
 			f.clock.Advance(delay - time.Millisecond)
 			require.Empty(t, f.poll(1, 30), "attempt %d: not handed out before available_at", i+1)

@@ -55,6 +55,9 @@ func (r *PollRequest) validate() error {
 	if r.LeaseSeconds == 0 {
 		r.LeaseSeconds = DefaultLeaseSeconds
 	}
+	if r.Connection == HTTPConnection {
+		v.Add("connection", fmt.Sprintf("%q holds the runs of HTTP targets, which the server executes itself", HTTPConnection))
+	}
 	if r.Limit < 1 || r.Limit > MaxPollLimit {
 		v.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxPollLimit))
 	}
@@ -73,35 +76,56 @@ func (r *PollRequest) validate() error {
 // Poll claims pending runs atomically: each becomes running, leased to the
 // worker until LeaseExpiresAt. With Wait set it long-polls: it re-checks when
 // this process starts a run, and at least every half second for runs started
-// by other replicas, until Wait passes or ctx ends.
+// by other replicas, until Wait passes or ctx ends. Once the process drains
+// (Drain) it claims nothing and answers at once.
 func (s *Service) Poll(ctx context.Context, req PollRequest) ([]models.Run, error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
+	drained := s.draining.channel()
+	s.draining.pollStarted()
+	defer s.draining.pollDone()
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
 		timer := s.clock.NewTimer(req.Wait)
 		defer timer.Stop()
 		deadline = timer.C()
 	}
+	key := queueKey{req.Namespace, req.Connection, req.Queue}
 	for {
-		wake := s.wakeups.channel()
+		if s.Draining() {
+			return []models.Run{}, nil
+		}
+		wake, stop := s.wakeups.wait(key)
 		runs, err := s.claim(ctx, req)
+		if err != nil && ctx.Err() != nil {
+			// The worker hung up (or stops) mid-claim: the claim rolled
+			// back, and nobody waits for an answer.
+			return []models.Run{}, nil
+		}
 		if err != nil || len(runs) > 0 || deadline == nil {
+			stop()
 			return runs, err
 		}
 		recheck := s.clock.NewTimer(pollRecheck)
 		select {
 		case <-ctx.Done():
 			recheck.Stop()
+			stop()
 			return []models.Run{}, nil
 		case <-deadline:
 			recheck.Stop()
+			stop()
+			return []models.Run{}, nil
+		case <-drained:
+			recheck.Stop()
+			stop()
 			return []models.Run{}, nil
 		case <-wake:
 		case <-recheck.C():
 		}
 		recheck.Stop()
+		stop()
 	}
 }
 
@@ -121,20 +145,7 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 		// poll of ten runs is then one round trip, not ten.
 		out := &outcomes{batch: models.NewBatch(tx)}
 		for i := range runs {
-			run := &runs[i]
-			run.Status = models.RunRunning
-			run.Attempt++
-			run.AvailableAt = nil
-			run.StartDeadlineAt = nil // started: nothing to report
-			run.StartedAt = ptrTime(now)
-			run.LeaseExpiresAt = ptrTime(now.Add(time.Duration(req.LeaseSeconds) * time.Second))
-			if req.WorkerID != "" {
-				run.WorkerID = &req.WorkerID
-			}
-			if req.Principal != "" {
-				run.WorkerPrincipal = &req.Principal
-			}
-			if err := s.transition(ctx, tx, out, run, now, RunEventStarted, map[string]any{"worker_id": req.WorkerID, "attempt": run.Attempt}); err != nil {
+			if err := s.startAttempt(ctx, tx, out, &runs[i], now, time.Duration(req.LeaseSeconds)*time.Second, req.WorkerID, req.Principal); err != nil {
 				return err
 			}
 		}
@@ -150,28 +161,173 @@ func (s *Service) claim(ctx context.Context, req PollRequest) ([]models.Run, err
 	return claimed, err
 }
 
-// wakeups lets long-polling workers in this process hear about new runs.
-type wakeups struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (w *wakeups) channel() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ch == nil {
-		w.ch = make(chan struct{})
+// startAttempt leases a claimed pending run to its holder: a worker, or
+// the HTTP target executor (executor.go).
+func (s *Service) startAttempt(ctx context.Context, tx bun.IDB, out *outcomes, run *models.Run, now time.Time, lease time.Duration, workerID, principal string) error {
+	run.Status = models.RunRunning
+	// The pending run already names this attempt (SPEC §10); a row
+	// written before migration 0014 may say 0.
+	run.Attempt = max(run.Attempt, 1)
+	run.AvailableAt = nil
+	run.StartDeadlineAt = nil // started: nothing to report
+	run.StartedAt = ptrTime(now)
+	run.LeaseExpiresAt = ptrTime(now.Add(lease))
+	if workerID != "" {
+		run.WorkerID = &workerID
 	}
-	return w.ch
+	if principal != "" {
+		run.WorkerPrincipal = &principal
+	}
+	return s.transition(ctx, tx, out, run, now, RunEventStarted, map[string]any{"worker_id": workerID, "attempt": run.Attempt})
 }
 
-// broadcast wakes every waiter once.
-func (w *wakeups) broadcast() {
+// wakeups lets long-polling workers in this process hear about new runs:
+// a commit that started n runs of a queue wakes at most n of the pollers
+// waiting on that queue, oldest first. (Waking every poller for every run
+// made 1,000 long polls from one token cost every fire 1,000 claims, and
+// raised another namespace's trigger latency 30-fold, issue 36.) A woken
+// poller that finds nothing — another replica's worker was quicker — waits
+// again at the back of the line; runs started on other replicas are found
+// by the pollRecheck.
+type wakeups struct {
+	mu      sync.Mutex
+	waiting map[queueKey][]*waiter
+	// watching are waiters for any new run of a connection, whatever its
+	// namespace and queue: the HTTP target executor, which serves every
+	// queue of HTTPConnection. Each commit that starts such runs wakes
+	// them all (one executor a process).
+	watching map[string]chan struct{}
+}
+
+type waiter struct{ ch chan struct{} }
+
+// queueKey names a queue of the run queue: what a poll claims from.
+type queueKey struct{ namespace, connection, queue string }
+
+// wait lines up a waiter on key's queue; stop takes it out of the line
+// (a no-op once it was woken).
+func (w *wakeups) wait(key queueKey) (<-chan struct{}, func()) {
+	wt := &waiter{ch: make(chan struct{})}
+	w.mu.Lock()
+	if w.waiting == nil {
+		w.waiting = map[queueKey][]*waiter{}
+	}
+	w.waiting[key] = append(w.waiting[key], wt)
+	w.mu.Unlock()
+	return wt.ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		line := w.waiting[key]
+		for i, other := range line {
+			if other == wt {
+				line = append(line[:i], line[i+1:]...)
+				break
+			}
+		}
+		if len(line) == 0 {
+			delete(w.waiting, key)
+		} else {
+			w.waiting[key] = line
+		}
+	}
+}
+
+// watch returns a channel closed by the next commit that starts a run on
+// connection (see watching).
+func (w *wakeups) watch(connection string) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ch != nil {
-		close(w.ch)
-		w.ch = nil
+	if w.watching == nil {
+		w.watching = map[string]chan struct{}{}
+	}
+	ch, ok := w.watching[connection]
+	if !ok {
+		ch = make(chan struct{}) // shared until the next wake: watching again adds nothing
+		w.watching[connection] = ch
+	}
+	return ch
+}
+
+// wake wakes, for each queue, as many waiters as the commit started runs
+// there, and every watcher of the connections it started runs on.
+func (w *wakeups) wake(started *startedRuns) {
+	if started == nil {
+		return
+	}
+	counts := started.take()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, n := range counts {
+		if ch, ok := w.watching[key.connection]; ok {
+			close(ch)
+			delete(w.watching, key.connection)
+		}
+		line := w.waiting[key]
+		n = min(n, len(line))
+		for _, wt := range line[:n] {
+			close(wt.ch)
+		}
+		if rest := line[n:]; len(rest) == 0 {
+			delete(w.waiting, key)
+		} else {
+			w.waiting[key] = append([]*waiter(nil), rest...)
+		}
+	}
+}
+
+// waitingPolls is how many long polls wait in this process.
+func (w *wakeups) waitingPolls() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, line := range w.waiting {
+		n += len(line)
+	}
+	return n
+}
+
+// WaitingPolls is how many long polls wait for runs in this process
+// (metrics, and tests that wait for pollers to be in line).
+func (s *Service) WaitingPolls() int { return s.wakeups.waitingPolls() }
+
+// startedRuns counts the runs a transaction starts, per queue, so that
+// its commit wakes the pollers of those queues only. The writer adds to
+// the one the context carries (withStartedRuns); work that starts no runs
+// carries none.
+type startedRuns struct {
+	mu     sync.Mutex
+	counts map[queueKey]int
+}
+
+func (r *startedRuns) add(key queueKey) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[queueKey]int{}
+	}
+	r.counts[key]++
+}
+
+func (r *startedRuns) take() map[queueKey]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.counts
+	r.counts = nil
+	return out
+}
+
+type startedRunsKey struct{}
+
+// withStartedRuns returns ctx carrying a fresh count of started runs.
+func withStartedRuns(ctx context.Context) (context.Context, *startedRuns) {
+	r := &startedRuns{}
+	return context.WithValue(ctx, startedRunsKey{}, r), r
+}
+
+// noteStarted counts a run inserted under ctx (see startedRuns).
+func noteStarted(ctx context.Context, r *models.Run) {
+	if started, ok := ctx.Value(startedRunsKey{}).(*startedRuns); ok {
+		started.add(queueKey{r.Namespace, r.Connection, r.Queue})
 	}
 }
 
@@ -270,6 +426,7 @@ func (s *Service) CompleteRun(ctx context.Context, namespace, runID string, hold
 	if len(output) > 0 && !json.Valid(output) {
 		return nil, NewValidationError("output", "must be valid JSON")
 	}
+	output = BoundOutput(output)
 	return s.runChange(ctx, namespace, runID, &holder, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		run.Output = output
 		return s.finish(ctx, tx, out, run, now, models.RunCompleted, RunEventCompleted, map[string]any{})
@@ -292,6 +449,9 @@ func (s *Service) FailRun(ctx context.Context, namespace, runID string, holder L
 	if f.Message == "" {
 		return nil, NewValidationError("message", "is required")
 	}
+	// Cut once, here: every copy below (the run, its events, the
+	// notifications) stores the bounded value (reported.go).
+	f.Message, f.Type = BoundMessage(f.Message), BoundType(f.Type)
 	return s.runChange(ctx, namespace, runID, &holder, true, func(ctx context.Context, tx bun.Tx, out *outcomes, run *models.Run, now time.Time) error {
 		if f.Type == "cancelled" && run.CancelRequestedAt != nil {
 			return s.finish(ctx, tx, out, run, now, models.RunCancelled, RunEventCancelled, map[string]any{"reason": f.Message})

@@ -66,6 +66,11 @@ func (s *Service) transition(ctx context.Context, tx bun.IDB, out *outcomes, run
 func (s *Service) finish(ctx context.Context, tx bun.IDB, out *outcomes, run *models.Run, now time.Time, status, eventType string, payload map[string]any) error {
 	run.Status = status
 	run.FinishedAt = ptrTime(now)
+	if status == models.RunCompleted {
+		// The run's outcome is its last attempt's: an earlier attempt's
+		// failure is in the history, not on a completed run.
+		run.FailureMessage, run.FailureType = nil, nil
+	}
 	run.LeaseExpiresAt, run.AvailableAt = nil, nil
 	if err := s.transition(ctx, tx, out, run, now, eventType, payload); err != nil {
 		return err
@@ -82,6 +87,12 @@ type attemptFailure struct {
 	payload           map[string]any
 	// retryable is false for ends that never retry (execution timeout).
 	retryable bool
+	// notBefore, when later than the policy's backoff, is the next
+	// attempt's earliest time (an HTTP target's Retry-After).
+	notBefore time.Time
+	// extra adds keys to the RunAttemptFailed payload (an HTTP target's
+	// status and the attempt's duration).
+	extra map[string]any
 }
 
 // failAttempt records the end of a failed attempt (RunAttemptFailed) and
@@ -98,12 +109,19 @@ func (s *Service) failAttempt(ctx context.Context, tx bun.IDB, out *outcomes, ru
 	next, retry := time.Time{}, false
 	if f.retryable {
 		next, retry = nextAttempt(run, f.errorType, now)
+		if retry && f.notBefore.After(next) {
+			next = utcMicro(f.notBefore)
+			retry = run.ExecutionDeadlineAt == nil || next.Before(*run.ExecutionDeadlineAt)
+		}
 	}
 	var nextAt any
 	if retry {
 		nextAt = FormatTime(next)
 	}
 	attempt := map[string]any{"attempt": run.Attempt, "error_type": f.errorType, "message": f.message, "next_attempt_at": nextAt}
+	for k, v := range f.extra {
+		attempt[k] = v
+	}
 	if !retry {
 		ev, err := s.newRunEvent(run, now, RunEventAttemptFailed, attempt)
 		if err != nil {
@@ -115,6 +133,7 @@ func (s *Service) failAttempt(ctx context.Context, tx bun.IDB, out *outcomes, ru
 		return s.finish(ctx, tx, out, run, now, f.status, f.eventType, f.payload)
 	}
 	run.Status = models.RunPending
+	run.Attempt++ // pending with the number of its next attempt (SPEC §10)
 	run.AvailableAt = &next
 	run.LeaseExpiresAt, run.WorkerID, run.WorkerPrincipal, run.CancelRequestedAt = nil, nil, nil, nil
 	if t := run.RunTimeoutSeconds; t != nil {
@@ -295,6 +314,8 @@ type Attempt struct {
 	Outcome   string
 	ErrorType string
 	Message   string
+	// HTTPStatus is an HTTP target's answer, when one came.
+	HTTPStatus *int
 }
 
 // attemptsOf reads the attempts from a run's history: each RunStarted opens
@@ -303,10 +324,11 @@ func attemptsOf(run *models.Run, events []models.RunEvent) []Attempt {
 	out := []Attempt{}
 	for _, e := range events {
 		var p struct {
-			WorkerID  string `json:"worker_id"`
-			Attempt   int    `json:"attempt"`
-			ErrorType string `json:"error_type"`
-			Message   string `json:"message"`
+			WorkerID   string `json:"worker_id"`
+			Attempt    int    `json:"attempt"`
+			ErrorType  string `json:"error_type"`
+			Message    string `json:"message"`
+			HTTPStatus *int   `json:"http_status"`
 		}
 		_ = json.Unmarshal(e.Payload, &p) // payloads are written by this package; a bad one reads as empty
 		open := len(out) > 0 && out[len(out)-1].EndedAt == nil
@@ -317,11 +339,15 @@ func attemptsOf(run *models.Run, events []models.RunEvent) []Attempt {
 			if open {
 				a := &out[len(out)-1]
 				a.EndedAt, a.Outcome, a.ErrorType, a.Message = ptrTime(e.RecordedAt), models.RunFailed, p.ErrorType, p.Message
+				a.HTTPStatus = p.HTTPStatus
 			}
 		case RunEventCompleted, RunEventCancelled, RunEventTerminated, RunEventFailed, RunEventTimedOut:
 			if len(out) > 0 && (open || out[len(out)-1].EndedAt.Equal(e.RecordedAt)) {
 				a := &out[len(out)-1]
 				a.EndedAt, a.Outcome = ptrTime(e.RecordedAt), run.Status
+				if p.HTTPStatus != nil {
+					a.HTTPStatus = p.HTTPStatus
+				}
 			}
 		}
 	}

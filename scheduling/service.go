@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/fairshare"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/timespec"
 )
@@ -47,6 +48,8 @@ type Config struct {
 	BackfillBatch int
 	// Notify configures notifications (CONTRACT §11).
 	Notify NotifyConfig
+	// Targets configures the HTTP target executor (CONTRACT §15).
+	Targets TargetConfig
 }
 
 // Service is the one implementation of every schedule operation; the JSON
@@ -61,13 +64,19 @@ type Service struct {
 	backfillBatch int
 	ids           *ids
 	wakeups       wakeups
+	draining      draining
 	notify        NotifyConfig
+	targets       TargetConfig
+	executor      *executor
+	turns         *writerTurns // the fire pass first on SQLite (turns.go)
+	dispatch      dispatcher
 	swept         sweptTables
+	compaction    compactCursor
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
-	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs(), notify: cfg.Notify.withDefaults()}
+	s := &Service{db: cfg.DB, clock: cfg.Clock, rand: cfg.Rand, logger: cfg.Logger, routing: cfg.Routing, cancelGrace: cfg.CancelGrace, backfillBatch: cfg.BackfillBatch, ids: newIDs(), notify: cfg.Notify.withDefaults(), targets: cfg.Targets.withDefaults()}
 	if s.clock == nil {
 		s.clock = SystemClock{}
 	}
@@ -86,6 +95,9 @@ func New(cfg Config) *Service {
 	if s.cancelGrace == 0 {
 		s.cancelGrace = 60 * time.Second
 	}
+	s.executor = newExecutor(s)
+	s.turns = newWriterTurns(database.Of(s.db).SingleWriter())
+	s.dispatch.pool = fairshare.New(fairshare.Limits{Total: s.notify.Concurrency}, s.clock.Now)
 	return s
 }
 
@@ -102,108 +114,27 @@ func conflict(code, format string, args ...any) error {
 	return &ConflictError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// CreateInput is everything a new schedule may be given.
-type CreateInput struct {
-	Namespace        string
-	ScheduleID       string // generated "sch-<ulid>" when empty
-	Spec             models.Spec
-	Action           models.Action
-	OverlapPolicy    string // default skip
-	JitterSeconds    int
-	MaxRuns          *int64
-	Connection       *string
-	Queue            *string
-	Labels           map[string]string
-	Memo             map[string]string
-	SearchAttributes map[string]string
-	Note             string
-	Paused           bool
-	// PauseAfterFailures pauses the schedule after that many consecutive
-	// unsuccessful runs (1-100); nil never does.
-	PauseAfterFailures *int
-	// CatchupWindowSeconds is the missed-fire policy; nil is Part I's rule.
-	CatchupWindowSeconds *int
-	// StartDeadlineSeconds reports a run still pending that long after its
-	// occurrence (run_not_started); nil never does.
-	StartDeadlineSeconds *int64
-}
-
 // Create validates and stores a schedule, recording ScheduleCreated (and
-// SchedulePaused when it starts paused).
+// SchedulePaused when it starts paused). It is an update of the full
+// definition onto a blank schedule (define), then the insert.
 func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext) (*models.Schedule, error) {
 	if err := cc.validate(); err != nil {
 		return nil, err
 	}
 	now := s.now()
-	if in.OverlapPolicy == "" {
-		in.OverlapPolicy = OverlapSkip
-	}
 	in.Namespace = NamespaceOr(in.Namespace)
 	if in.ScheduleID == "" {
 		in.ScheduleID = "sch-" + strings.ToLower(s.ids.newAt(now))
 	}
-	if in.Spec.Timezone == "" {
-		in.Spec.Timezone = "UTC"
-	}
-	v := &ValidationError{Code: CodeValidationFailed}
-	if !ValidNamespace(in.Namespace) {
-		v.Add("namespace", NamespaceRule)
-	}
-	if !ValidScheduleID(in.ScheduleID) {
-		v.Add("schedule_id", "must be 1-200 characters of letters, digits, '.', '_' or '-', and not '.' or '..'")
-	}
-	compiled := compileField(v, in.Spec)
-	in.Action.RetryPolicy = normalizeRetryPolicy(in.Action.RetryPolicy)
-	validateAction(v, in.Action)
-	validatePauseAfterFailures(v, in.PauseAfterFailures)
-	validateCatchupWindow(v, in.CatchupWindowSeconds)
-	validateStartDeadline(v, in.StartDeadlineSeconds)
-	if !validPolicy(in.OverlapPolicy) {
-		v.Add("overlap_policy", policyMessage())
-	}
-	validateJitter(v, in.JitterSeconds)
-	validateMaxRuns(v, in.MaxRuns)
-	validateRoute(v, "connection", in.Connection)
-	validateRoute(v, "queue", in.Queue)
-	validateStringMap(v, "labels", in.Labels)
-	validateStringMap(v, "search_attributes", in.SearchAttributes)
-	validateMemo(v, in.Memo)
-	validateNote(v, in.Note)
-	if err := v.OrNil(); err != nil {
+	paused := in.Paused
+	in.Paused = false // paused below, with its event
+	sch, err := s.define(in, now)
+	if err != nil {
 		return nil, err
 	}
+	sch.ID = s.ids.newAt(now)
 
-	sch := &models.Schedule{
-		ID:                   s.ids.newAt(now),
-		Namespace:            in.Namespace,
-		ScheduleID:           in.ScheduleID,
-		Status:               models.StatusActive,
-		Spec:                 normalizeSpec(in.Spec),
-		Action:               in.Action,
-		OverlapPolicy:        in.OverlapPolicy,
-		JitterSeconds:        in.JitterSeconds,
-		MaxRuns:              in.MaxRuns,
-		RemainingActions:     in.MaxRuns,
-		Connection:           in.Connection,
-		Queue:                in.Queue,
-		Labels:               nonNilMap(in.Labels),
-		Memo:                 nonNilMap(in.Memo),
-		SearchAttributes:     nonNilMap(in.SearchAttributes),
-		Note:                 in.Note,
-		PauseAfterFailures:   in.PauseAfterFailures,
-		CatchupWindowSeconds: in.CatchupWindowSeconds,
-		StartDeadlineSeconds: in.StartDeadlineSeconds,
-		BufferedActions:      []models.BufferedAction{},
-		RecentActions:        []models.RecentAction{},
-		CreatedAt:            now,
-		UpdatedAt:            now,
-	}
-	s.scheduleNext(sch, compiled, now)
-	if sch.NextFireAt == nil {
-		return nil, &ValidationError{Code: CodeSpecNeverFires, Fields: map[string]string{"spec": "has no future fire time"}}
-	}
-
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := models.GetSchedule(ctx, tx, sch.Namespace, sch.ScheduleID); err == nil {
 			return conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
 		} else if !errors.Is(err, sql.ErrNoRows) {
@@ -215,13 +146,17 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 			}
 			return err
 		}
+		if err := saveTargetSecret(ctx, tx, sch.ID, sch.Action.Target, now); err != nil {
+			return err
+		}
 		rec := &recorder{w: immediateWriter(tx), ids: s.ids, now: now, cc: cc}
 		if err := rec.record(ctx, sch, &CreatedPayload{
 			Spec: sch.Spec, Action: sch.Action, OverlapPolicy: sch.OverlapPolicy, NextFireAt: InstantOf(sch.NextFireAt),
+			Settings: settingsOf(sch),
 		}, "", ""); err != nil {
 			return err
 		}
-		if in.Paused {
+		if paused {
 			if err := s.pauseLocked(ctx, rec, sch, PauseInput{}); err != nil {
 				return err
 			}
@@ -279,7 +214,8 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 		return nil, err
 	}
 	var out *models.Schedule
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	txCtx, started := withStartedRuns(ctx)
+	err := s.db.RunInTx(txCtx, nil, func(ctx context.Context, tx bun.Tx) error {
 		sch, err := models.LockSchedule(ctx, tx, namespace, scheduleID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return scheduleNotFound(namespace, scheduleID)
@@ -305,7 +241,7 @@ func (s *Service) mutate(ctx context.Context, namespace, scheduleID string, cc *
 	if err != nil {
 		return nil, err
 	}
-	s.wakeups.broadcast() // a trigger or backfill may have started runs
+	s.wakeups.wake(started) // a trigger or backfill may have started runs
 	if err := s.attachRead(ctx, out); err != nil {
 		return nil, err
 	}

@@ -67,17 +67,17 @@ type phase struct {
 // is rolled back and redone carefully, one savepoint per schedule, so one
 // bad schedule costs its own fire and nobody else's.
 func (s *Service) runPhase(ctx context.Context, p phase) ([]TickRow, error) {
-	rows, err := s.runBatch(ctx, p, true)
+	batchCtx, started := withStartedRuns(ctx)
+	rows, err := s.runBatch(batchCtx, p, true)
 	if err != nil && ctx.Err() == nil {
 		s.logger.Debug("fast batch failed; retrying one schedule at a time", "err", err)
-		rows, err = s.runBatch(ctx, p, false)
+		started.take() // rolled back
+		rows, err = s.runBatch(batchCtx, p, false)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) > 0 {
-		s.wakeups.broadcast() // long-polling workers: new runs are committed
-	}
+	s.wakeups.wake(started) // long-polling workers: new runs are committed
 	return rows, nil
 }
 

@@ -148,6 +148,8 @@ func validateRoute(v *ValidationError, field string, value *string) {
 	}
 	if *value == "" {
 		v.Add(field, "must not be empty; use null for the default")
+	} else if field == "connection" && *value == HTTPConnection {
+		v.Add(field, fmt.Sprintf("%q is reserved for the runs of HTTP targets", HTTPConnection))
 	} else if utf8.RuneCountInString(*value) > MaxNameLength {
 		v.Add(field, fmt.Sprintf("must be at most %d characters", MaxNameLength))
 	}

@@ -53,7 +53,11 @@ func deferredWriter(tx bun.IDB) *writer {
 // false then, and nothing was written).
 func (w *writer) insertRun(ctx context.Context, r *models.StartedRun) (bool, error) {
 	if !w.deferred {
-		return models.InsertRun(ctx, w.tx, r)
+		inserted, err := models.InsertRun(ctx, w.tx, r)
+		if inserted && err == nil {
+			noteStarted(ctx, &r.Run)
+		}
+		return inserted, err
 	}
 	key := instanceKey{r.Namespace, r.InstanceID}
 	if w.taken[key] {
@@ -61,6 +65,7 @@ func (w *writer) insertRun(ctx context.Context, r *models.StartedRun) (bool, err
 	}
 	w.taken[key] = true
 	w.runs = append(w.runs, r)
+	noteStarted(ctx, &r.Run) // a batch that fails to flush is rolled back and wakes nobody
 	return true, nil
 }
 

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tidelinehq/tideline/models"
 )
 
 // The describer turns a spec into the sentence shown next to a schedule
@@ -26,6 +24,9 @@ var nthWords = [...]string{"", "first", "second", "third", "fourth", "fifth"}
 type SpecText struct {
 	Parts []SpecPart
 	Zone  string
+	// Bounds is the spec's start_at/end_at as a clause ("from
+	// 2026-03-01T00:00:00Z until 2026-03-31T23:59:59Z"), empty when unbounded.
+	Bounds string
 }
 
 // SpecPart is one cron expression or interval described; Zoned says its
@@ -45,7 +46,14 @@ func (t SpecText) String() string {
 			parts[i] += " (" + t.Zone + ")"
 		}
 	}
-	return strings.Join(parts, "; ")
+	return t.bounded(strings.Join(parts, "; "))
+}
+
+func (t SpecText) bounded(s string) string {
+	if t.Bounds == "" {
+		return s
+	}
+	return s + "; " + t.Bounds
 }
 
 // Sentence joins the parts without the zone.
@@ -54,12 +62,12 @@ func (t SpecText) Sentence() string {
 	for i, p := range t.Parts {
 		parts[i] = p.Text
 	}
-	return strings.Join(parts, "; ")
+	return t.bounded(strings.Join(parts, "; "))
 }
 
 // describeSpec describes the parts in spec order.
-func describeSpec(c *CompiledSpec, spec models.Spec) SpecText {
-	t := SpecText{Zone: spec.Timezone, Parts: make([]SpecPart, 0, len(c.crons)+len(c.intervals))}
+func describeSpec(c *CompiledSpec) SpecText {
+	t := SpecText{Zone: c.zone, Parts: make([]SpecPart, 0, len(c.crons)+len(c.intervals))}
 	if t.Zone == "" {
 		t.Zone = "UTC"
 	}
@@ -69,7 +77,35 @@ func describeSpec(c *CompiledSpec, spec models.Spec) SpecText {
 	for _, p := range c.intervals {
 		t.Parts = append(t.Parts, SpecPart{Text: describeInterval(p)})
 	}
+	if len(c.at) > 0 {
+		t.Parts = append(t.Parts, SpecPart{Text: describeAt(c.at)})
+	}
+	switch {
+	case c.startText != "" && c.endText != "":
+		t.Bounds = "from " + c.startText + " until " + c.endText
+	case c.startText != "":
+		t.Bounds = "from " + c.startText
+	case c.endText != "":
+		t.Bounds = "until " + c.endText
+	}
 	return t
+}
+
+// describeAt names the one-off instants in UTC (they are instants, not
+// wall times, so no zone applies); past three it gives the count and range.
+func describeAt(at []int64) string {
+	utc := func(u int64) string { return time.Unix(u, 0).UTC().Format(time.RFC3339) }
+	if len(at) == 1 {
+		return "Once at " + utc(at[0])
+	}
+	if len(at) <= 3 {
+		texts := make([]string, len(at))
+		for i, u := range at {
+			texts[i] = utc(u)
+		}
+		return "Once at each of " + strings.Join(texts, ", ")
+	}
+	return fmt.Sprintf("Once at each of %d times from %s to %s", len(at), utc(at[0]), utc(at[len(at)-1]))
 }
 
 func describeInterval(p intervalPart) string {

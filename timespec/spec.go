@@ -3,7 +3,9 @@ package timespec
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -34,10 +36,25 @@ const (
 //     in both passes of the repeated hour;
 //   - cron evaluation covers years up to 2099 (cronexpr's calendar); after
 //     that a cron part never fires. Intervals have no such horizon.
+//
+// A compiled spec is shared: Compile returns the same one for the same
+// spec content (see specCache), so nothing may change it after Compile.
 type CompiledSpec struct {
-	loc         *time.Location
-	crons       []*cronPart
-	intervals   []intervalPart
+	loc       *time.Location
+	zone      string // the spec's timezone as written, for the description
+	crons     []*cronPart
+	intervals []intervalPart
+	at        []int64 // one-off instants, Unix seconds, ascending, distinct
+
+	// start and end bound every part, inclusive (CONTRACT §16); MinUnix
+	// and MaxUnix when the spec sets none.
+	start, end int64
+	// startText and endText are the bounds as written, for the description.
+	startText, endText string
+
+	// The description is built on first use: the tick compiles a spec
+	// per fire and never shows one.
+	describe    sync.Once
 	description string
 	text        SpecText
 }
@@ -50,11 +67,27 @@ type intervalPart struct {
 // Compile validates spec and compiles it. Validation problems come back as
 // an *Error whose field keys are relative to the spec ("cron_expressions[0]",
 // "intervals[1].every", "timezone"); NeverFires marks a spec that is
-// well-formed but can never fire.
+// well-formed but can never fire. A spec compiled before (by content) is
+// not compiled again: the result is pure, so the same one is returned.
 func Compile(spec models.Spec) (*CompiledSpec, error) {
+	if len(spec.CronExpressions)+len(spec.Intervals) > MaxSpecParts || len(spec.At) > MaxSpecAt {
+		return compile(spec) // refused by size; not worth a key
+	}
+	key := specKey(spec)
+	if c, ok := specs.get(key); ok {
+		return c, nil
+	}
+	c, err := compile(spec)
+	if err == nil {
+		specs.put(key, c)
+	}
+	return c, err
+}
+
+func compile(spec models.Spec) (*CompiledSpec, error) {
 	verr := &Error{}
-	if len(spec.CronExpressions) == 0 && len(spec.Intervals) == 0 {
-		verr.add("cron_expressions", "add at least one cron expression or interval")
+	if len(spec.CronExpressions) == 0 && len(spec.Intervals) == 0 && len(spec.At) == 0 {
+		verr.add("cron_expressions", "add at least one cron expression, interval or at time")
 		return nil, verr
 	}
 	if checkSpecSize(verr, spec) {
@@ -66,7 +99,8 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 		verr.add("timezone", why)
 	}
 
-	c := &CompiledSpec{loc: loc}
+	c := &CompiledSpec{loc: loc, zone: spec.Timezone, start: MinUnix, end: MaxUnix}
+	compileBounds(c, spec, verr)
 	var never []string
 	for i, source := range spec.CronExpressions {
 		field := fmt.Sprintf("cron_expressions[%d]", i)
@@ -88,14 +122,13 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 			c.intervals = append(c.intervals, part)
 		}
 	}
+	compileAt(c, spec.At, verr)
 	if len(verr.Fields) > 0 {
 		if len(never) == len(verr.Fields) {
 			verr.NeverFires = true
 		}
 		return nil, verr
 	}
-	c.text = describeSpec(c, spec)
-	c.description = c.text.String()
 	return c, nil
 }
 
@@ -105,8 +138,9 @@ func Compile(spec models.Spec) (*CompiledSpec, error) {
 // viewer's preview of 76,000 expressions took seconds and hundreds of MB.
 // Real schedules use a handful of parts; 64 leaves ample room.
 const (
-	MaxSpecParts      = 64  // cron expressions and intervals together
-	MaxSpecPartLength = 256 // characters in one expression, every, offset or timezone
+	MaxSpecParts      = 64   // cron expressions and intervals together
+	MaxSpecPartLength = 256  // characters in one expression, every, offset or timezone
+	MaxSpecAt         = 1000 // one-off instants in spec.at (CONTRACT §16)
 )
 
 // checkSpecSize files the size problems of spec in verr, before any part is
@@ -114,6 +148,10 @@ const (
 func checkSpecSize(verr *Error, spec models.Spec) bool {
 	if n := len(spec.CronExpressions) + len(spec.Intervals); n > MaxSpecParts {
 		verr.add("cron_expressions", fmt.Sprintf("a spec may have at most %d cron expressions and intervals together (this one has %d)", MaxSpecParts, n))
+		return true
+	}
+	if n := len(spec.At); n > MaxSpecAt {
+		verr.add("at", fmt.Sprintf("a spec may have at most %d at times (this one has %d)", MaxSpecAt, n))
 		return true
 	}
 	tooLong := func(field, value string) {
@@ -128,9 +166,17 @@ func checkSpecSize(verr *Error, spec models.Spec) bool {
 		tooLong(fmt.Sprintf("intervals[%d].every", i), iv.Every)
 		tooLong(fmt.Sprintf("intervals[%d].offset", i), iv.Offset)
 	}
+	for i, at := range spec.At {
+		tooLong(fmt.Sprintf("at[%d]", i), at)
+	}
 	tooLong("timezone", spec.Timezone)
+	tooLong("start_at", spec.StartAt)
+	tooLong("end_at", spec.EndAt)
 	return len(verr.Fields) > 0
 }
+
+// zones holds the locations loaded so far, by name.
+var zones sync.Map
 
 // loadZone resolves an IANA name; empty means UTC.
 func loadZone(name string) (*time.Location, string) {
@@ -140,10 +186,17 @@ func loadZone(name string) (*time.Location, string) {
 	case "Local":
 		return time.UTC, `"Local" depends on the server's settings; use an IANA name such as America/New_York`
 	}
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), ""
+	}
+	// time.LoadLocation reads and parses the zone file on every call.
+	// Only names that load are kept, so the map holds at most the few
+	// hundred IANA zones, whatever names clients send.
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return time.UTC, fmt.Sprintf("unknown timezone %q; use an IANA name such as America/New_York or UTC", name)
 	}
+	zones.Store(name, loc)
 	return loc, ""
 }
 
@@ -213,10 +266,14 @@ func (c *CompiledSpec) Next(after time.Time) (time.Time, bool) {
 // next works in Unix seconds: fires are whole seconds, so "strictly after t"
 // equals "strictly after floor(t)", and the sub-second part can be dropped.
 func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
-	if after >= MaxUnix {
+	if after >= c.end {
 		return 0, false
 	}
 	after = max(after, MinUnix)
+	if c.start > MinUnix {
+		// Nothing fires before start_at: search from the second before it.
+		after = max(after, c.start-1)
+	}
 	var best int64
 	found := false
 	for _, p := range c.crons {
@@ -229,8 +286,12 @@ func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
 			best, found = at, true
 		}
 	}
-	// Instants past 9999-12-31 have no RFC 3339 form (and no real use).
-	if found && best > MaxUnix {
+	if i := sort.Search(len(c.at), func(i int) bool { return c.at[i] > after }); i < len(c.at) && (!found || c.at[i] < best) {
+		best, found = c.at[i], true
+	}
+	// Instants past 9999-12-31 have no RFC 3339 form (and no real use);
+	// past end_at the spec has ended.
+	if found && best > c.end {
 		return 0, false
 	}
 	return best, found
@@ -288,12 +349,88 @@ func (c *CompiledSpec) Preview(after time.Time, n int) []time.Time {
 }
 
 // Description is a human summary, e.g. "At 02:30 every day (America/New_York)".
-func (c *CompiledSpec) Description() string { return c.description }
+func (c *CompiledSpec) Description() string {
+	c.described()
+	return c.description
+}
 
 // Text is the description in parts, with the zone apart, for a view that
 // names the zone once.
-func (c *CompiledSpec) Text() SpecText { return c.text }
+func (c *CompiledSpec) Text() SpecText {
+	c.described()
+	return c.text
+}
+
+func (c *CompiledSpec) described() {
+	c.describe.Do(func() {
+		c.text = describeSpec(c)
+		c.description = c.text.String()
+	})
+}
 
 // Location is the zone cron expressions are evaluated in (UTC when the spec
 // names none).
 func (c *CompiledSpec) Location() *time.Location { return c.loc }
+
+// parseInstant reads one RFC 3339 instant of a spec (start_at, end_at, an
+// at time) into Unix seconds; why is the field's message when it cannot.
+// Fires are whole seconds (§3), so a fraction is refused rather than
+// rounded: a silently moved instant would fire at a time nobody wrote.
+func parseInstant(text string) (unix int64, why string) {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(text))
+	if err != nil {
+		return 0, fmt.Sprintf("%q is not an RFC 3339 time; write e.g. 2026-12-24T18:00:00-05:00", text)
+	}
+	if t.Nanosecond() != 0 {
+		return 0, fmt.Sprintf("%q has a fraction of a second; fire times are whole seconds", text)
+	}
+	u := t.Unix()
+	if u < MinUnix || u > MaxUnix {
+		return 0, fmt.Sprintf("%q is outside years 0001-9999", text)
+	}
+	return u, ""
+}
+
+// compileBounds reads start_at and end_at into c.
+func compileBounds(c *CompiledSpec, spec models.Spec, verr *Error) {
+	okStart, okEnd := false, false
+	if strings.TrimSpace(spec.StartAt) != "" {
+		u, why := parseInstant(spec.StartAt)
+		if why != "" {
+			verr.add("start_at", why)
+		} else {
+			c.start, c.startText, okStart = u, spec.StartAt, true
+		}
+	}
+	if strings.TrimSpace(spec.EndAt) != "" {
+		u, why := parseInstant(spec.EndAt)
+		if why != "" {
+			verr.add("end_at", why)
+		} else {
+			c.end, c.endText, okEnd = u, spec.EndAt, true
+		}
+	}
+	if okStart && okEnd && c.end < c.start {
+		verr.add("end_at", fmt.Sprintf("end_at %s is before start_at %s", spec.EndAt, spec.StartAt))
+	}
+}
+
+// compileAt reads the one-off instants into c.at, sorted, each once.
+func compileAt(c *CompiledSpec, at []string, verr *Error) {
+	out := make([]int64, 0, len(at))
+	for i, text := range at {
+		u, why := parseInstant(text)
+		if why != "" {
+			verr.add(fmt.Sprintf("at[%d]", i), why)
+			continue
+		}
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	c.at = out[:0]
+	for i, u := range out {
+		if i == 0 || u != out[i-1] {
+			c.at = append(c.at, u)
+		}
+	}
+}

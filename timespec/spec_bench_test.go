@@ -2,6 +2,7 @@ package timespec
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tidelinehq/tideline/models"
 )
@@ -70,4 +71,45 @@ func BenchmarkBetweenYearMinutely(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A fire compiles its schedule's spec; Compile serves it from the cache
+// (compile is the work it saves).
+func BenchmarkCompile(b *testing.B) {
+	for name, spec := range map[string]models.Spec{
+		"new_york": {CronExpressions: []string{"*/5 9-17 * * 1-5"}, Timezone: "America/New_York"},
+		"utc":      {CronExpressions: []string{"* * * * *"}, Timezone: "UTC"},
+	} {
+		b.Run(name+"/cached", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compile(spec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/uncached", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := compile(spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = c.Description() // what Compile built every time before
+			}
+		})
+	}
+}
+
+// BenchmarkNextCronBounded is BenchmarkNextCron with start_at/end_at and
+// 1,000 at times (the most a spec may hold): the at list is a binary
+// search per call, the bounds two comparisons.
+func BenchmarkNextCronBounded(b *testing.B) {
+	ats := make([]string, MaxSpecAt)
+	start := mustTime(b, "2026-01-01T00:00:00Z")
+	for i := range ats {
+		ats[i] = start.Add(time.Duration(i) * 37 * time.Hour).Format(time.RFC3339)
+	}
+	benchmarkNext(b, models.Spec{CronExpressions: []string{"*/5 9-17 * * 1-5"},
+		StartAt: "2025-01-01T00:00:00Z", EndAt: "2031-01-01T00:00:00Z", At: ats})
 }

@@ -22,7 +22,7 @@ func TestCompileValidationErrors(t *testing.T) {
 		exact    bool
 	}{
 		{"empty spec", models.Spec{}, "validation_failed", "cron_expressions",
-			"add at least one cron expression or interval", true},
+			"add at least one cron expression, interval or at time", true},
 		{"six fields", models.Spec{CronExpressions: []string{"0 0 * * * *"}}, "validation_failed", "cron_expressions[0]",
 			`"0 0 * * * *" has 6 fields; Tideline accepts standard 5-field cron (minute hour day-of-month month day-of-week)`, true},
 		{"seven fields", models.Spec{CronExpressions: []string{"0 0 0 * * * 2026"}}, "validation_failed", "cron_expressions[0]",

@@ -200,8 +200,9 @@ func TestAPIHistoryReadContract(t *testing.T) {
 		f := newAPI(t, db, "")
 		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"h","cron":"0 * * * *","action":{"workflow_type":"w"},"overlap_policy":"allow_all"}`)
 		// 1 created + 9 backfilled = 10 events.
-		bf := f.must(200, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-01T09:00:00Z"}`)
-		require.EqualValues(t, 9, bf["occurrences"])
+		bf := f.must(202, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-01T09:00:00Z"}`)["backfill"].(map[string]any)
+		require.EqualValues(t, 9, bf["total"])
+		require.Equal(t, "completed", bf["status"], "a small window is done before the answer")
 
 		var cursors []any
 		after := "0"
@@ -231,7 +232,7 @@ func TestAPIHistoryReadContract(t *testing.T) {
 		}
 
 		// limit=99999 is clamped to 500: needs more than 500 events.
-		f.must(200, "POST", v2+"/schedules/h/backfill", `{"from":"2026-08-01T00:00:00Z","to":"2026-08-26T00:00:00Z"}`) // 600 more
+		f.must(202, "POST", v2+"/schedules/h/backfill", `{"from":"2026-08-01T00:00:00Z","to":"2026-08-26T00:00:00Z"}`) // 600 more
 		page := f.must(200, "GET", v2+"/schedules/h/history?limit=99999", "")
 		require.Len(t, page["events"], 500)
 		require.EqualValues(t, 500, page["next_cursor"])
@@ -310,7 +311,12 @@ func TestAPIErrors(t *testing.T) {
 			{"bad policy", "POST", "/schedules/daily-sync/trigger", `{"overlap_policy":"maybe"}`, 422, "validation_failed", "overlap_policy"},
 			{"backfill range", "POST", "/schedules/daily-sync/backfill", `{"from":"2026-07-02T00:00:00Z","to":"2026-07-01T00:00:00Z"}`, 422, "invalid_time_range", ""},
 			{"backfill bad time", "POST", "/schedules/daily-sync/backfill", `{"from":"yesterday","to":"2026-07-01T00:00:00Z"}`, 422, "validation_failed", "from"},
-			{"backfill too large", "POST", "/schedules/daily-sync/backfill", `{"from":"2000-01-01T00:00:00Z","to":"2040-01-01T00:00:00Z"}`, 422, "backfill_too_large", ""},
+			{"backfill dry run too large", "POST", "/schedules/daily-sync/backfill", `{"from":"2000-01-01T00:00:00Z","to":"2040-01-01T00:00:00Z","dry_run":true}`, 422, "backfill_too_large", ""},
+			{"backfill pace", "POST", "/schedules/daily-sync/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-02T00:00:00Z","max_per_minute":0}`, 422, "validation_failed", "max_per_minute"},
+			{"unknown backfill", "GET", "/backfills/01KXNR6R809X7XT0RFJDNTWDR2", ``, 404, "backfill_not_found", ""},
+			{"backfill list cursor", "GET", "/backfills?cursor=nope", ``, 422, "invalid_cursor", "cursor"},
+			{"backfill list limit", "GET", "/backfills?limit=0", ``, 422, "invalid_limit", "limit"},
+			{"backfill list status", "GET", "/backfills?status=asleep", ``, 422, "validation_failed", "status"},
 			{"unknown schedule", "POST", "/schedules/nope/trigger", ``, 404, "schedule_not_found", ""},
 			{"unknown run", "GET", "/runs/01KXNR6R809X7XT0RFJDNTWDR2", ``, 404, "run_not_found", ""},
 			{"list limit", "GET", "/schedules?limit=201", ``, 422, "validation_failed", "limit"},
@@ -356,11 +362,11 @@ func TestAPIBackfillPreviewAndTick(t *testing.T) {
 		require.Equal(t, "2026-07-15T00:05:00.000000Z", dry["results"].([]any)[0].(map[string]any)["occurrence_time"])
 		require.Empty(t, f.must(200, "GET", v2+"/runs", "")["runs"], "a dry run starts nothing")
 
-		done := f.must(200, "POST", v2+"/schedules/q/backfill", `{"from":"2026-07-15T00:00:00Z","to":"2026-07-15T03:00:00Z"}`)
-		require.Equal(t, "completed", done["outcome"])
-		for _, r := range done["results"].([]any) {
-			require.Equal(t, "started", r.(map[string]any)["outcome"], "buffer_all acts as allow_all in a backfill")
-		}
+		done := f.must(202, "POST", v2+"/schedules/q/backfill", `{"from":"2026-07-15T00:00:00Z","to":"2026-07-15T03:00:00Z"}`)["backfill"].(map[string]any)
+		require.Equal(t, "completed", done["status"], "a small window is done before the answer")
+		require.EqualValues(t, 3, done["started"], "buffer_all acts as allow_all in a backfill")
+		require.EqualValues(t, 0, done["skipped"])
+		require.EqualValues(t, 0, done["remaining"])
 		require.Len(t, f.must(200, "GET", v2+"/runs?schedule_id=q", "")["runs"], 3)
 
 		pv := f.must(200, "POST", v2+"/schedules/preview", `{"spec":{"cron_expressions":["0 9 * * 1"],"timezone":"Europe/London"},"after":"2026-07-16T00:00:00Z","count":2}`)
@@ -400,6 +406,11 @@ func TestAPIWorkerProtocol(t *testing.T) {
 		require.Equal(t, run, claimed["run_id"])
 		require.Equal(t, []any{1.0, 2.0}, claimed["input"])
 		require.Equal(t, "2026-07-16T12:00:20.000000Z", claimed["lease_expires_at"])
+		// What a worker puts in a command's environment comes with the claim.
+		require.Equal(t, "w", claimed["schedule_id"])
+		require.Equal(t, "default", claimed["namespace"])
+		require.Equal(t, "manual", claimed["trigger"])
+		require.Equal(t, "2026-07-16T12:00:00.000000Z", claimed["occurrence_time"])
 
 		hb := f.must(200, "POST", "/api/v2/worker/runs/"+run+"/heartbeat", `{"lease_seconds":60,"worker_id":"go-1"}`)
 		require.Equal(t, false, hb["cancel_requested"])
@@ -624,7 +635,31 @@ func TestAPIHealthFilterAndSort(t *testing.T) {
 			}
 			cursor = page["next_cursor"].(string)
 		}
-		require.Equal(t, []string{"b", "d", "a", "c"}, ids, "most consecutive failures first, then by ID")
+		require.Equal(t, []string{"b", "d", "a", "c"}, ids, "failing first, then by ID")
+
+		// e's run waits with no worker: stuck once past its start deadline;
+		// the fire skipped behind it makes it skipping too, and stuck says why.
+		f.must(201, "POST", v2+"/schedules", `{"schedule_id":"e","cron":"0 0 1 1 *","overlap_policy":"skip","start_deadline_seconds":60,"action":{"workflow_type":"w"}}`)
+		f.must(200, "POST", v2+"/schedules/e/trigger", "")
+		f.clock.Advance(30 * time.Second)
+		f.must(200, "POST", v2+"/schedules/e/trigger", "")
+		healthOf := func(id string) any { return f.must(200, "GET", v2+"/schedules/"+id, "")["health"] }
+		require.Equal(t, "skipping", healthOf("e"), "skipped behind a run not yet past its deadline")
+		f.clock.Advance(31 * time.Second)
+		require.Equal(t, "stuck", healthOf("e"))
+		require.Equal(t, "failing", healthOf("b"))
+		require.Equal(t, "ok", healthOf("c"))
+		require.Equal(t, "no_runs", healthOf("a"))
+		listed := func(q string) []string {
+			var ids []string
+			for _, s := range f.must(200, "GET", v2+"/schedules?"+q, "")["schedules"].([]any) {
+				ids = append(ids, s.(map[string]any)["schedule_id"].(string))
+			}
+			return ids
+		}
+		require.Equal(t, []string{"e"}, listed("health=stuck"))
+		require.Equal(t, []string{"e"}, listed("health=skipping"))
+		require.Equal(t, []string{"b", "d", "e", "a", "c"}, listed("sort=health"), "failing, then stuck, then the rest")
 
 		b := f.must(200, "GET", v2+"/schedules/b", "")
 		require.EqualValues(t, 2, b["consecutive_failures"])

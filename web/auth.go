@@ -4,15 +4,12 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
-	"golang.org/x/time/rate"
 
 	"github.com/tidelinehq/tideline/auth"
 	"github.com/tidelinehq/tideline/handlers"
@@ -26,14 +23,25 @@ type Auth struct {
 	Sessions *auth.Sessions
 	// SecureCookies marks cookies Secure (the server itself speaks TLS).
 	SecureCookies bool
-	// TrustProxy honours X-Forwarded-Proto: https for Secure cookies.
+	// TrustProxy honours X-Forwarded-Proto: https for Secure cookies, and
+	// X-Forwarded-For for client addresses, from TrustedProxies only.
 	TrustProxy bool
+	// TrustedProxies are the peers TrustProxy believes (nil:
+	// DefaultTrustedProxies).
+	TrustedProxies []netip.Prefix
+}
+
+func (a Auth) proxies() []netip.Prefix {
+	if a.TrustedProxies == nil {
+		return DefaultTrustedProxies
+	}
+	return a.TrustedProxies
 }
 
 // secure reports whether cookies set on this request must be Secure.
 func (a Auth) secure(c echo.Context) bool {
 	return a.SecureCookies || c.Request().TLS != nil ||
-		(a.TrustProxy && strings.EqualFold(c.Request().Header.Get("X-Forwarded-Proto"), "https"))
+		(a.TrustProxy && trustedPeer(c.Request(), a.proxies()) && strings.EqualFold(c.Request().Header.Get("X-Forwarded-Proto"), "https"))
 }
 
 // LocalModeBanner is shown on every console page in local mode.
@@ -199,51 +207,6 @@ func (g *guard) csrfBinding(c echo.Context) string {
 	v := base64.RawURLEncoding.EncodeToString(b)
 	handlers.SetCookie(c, &http.Cookie{Name: preSessionCookie, Value: v, Path: "/waterline"})
 	return "anonymous\x00" + v
-}
-
-// proxiedClientIP is the client address behind --trust-proxy: the last
-// entry of X-Forwarded-For, the one our proxy appended about its own peer.
-// Earlier entries come from the client itself; trusting them let a client
-// mint a fresh rate-limit key per request. (One proxy hop: behind several,
-// the last entry names the inner proxy, and limits are shared — stricter,
-// never looser.)
-func proxiedClientIP(r *http.Request) string {
-	values := r.Header.Values(echo.HeaderXForwardedFor)
-	if len(values) > 0 {
-		parts := strings.Split(values[len(values)-1], ",")
-		if ip := strings.TrimSpace(parts[len(parts)-1]); net.ParseIP(ip) != nil {
-			return ip
-		}
-	}
-	return echo.ExtractIPDirect()(r)
-}
-
-// loginRateLimit slows token guessing: 10 attempts per minute per key,
-// bursts of 5. Two limits apply to every login: one per client address (see
-// NewServer's IP extractor), one per token prefix, so guessing at one token
-// from many addresses is slowed too.
-func loginRateLimit(key func(c echo.Context) string) echo.MiddlewareFunc {
-	store := middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-		Rate: rate.Limit(10.0 / 60.0), Burst: 5, ExpiresIn: 10 * time.Minute,
-	})
-	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store:               store,
-		IdentifierExtractor: func(c echo.Context) (string, error) { return key(c), nil },
-		DenyHandler: func(c echo.Context, _ string, _ error) error {
-			return echo.NewHTTPError(http.StatusTooManyRequests, "too many sign-in attempts; wait a minute")
-		},
-	})
-}
-
-func byClientAddress(c echo.Context) string { return c.RealIP() }
-
-// tokenPrefixLength covers "tl_" and 9 random characters: enough to tell
-// tokens apart, far too little to help guess one.
-const tokenPrefixLength = 12
-
-func byTokenPrefix(c echo.Context) string {
-	token := strings.TrimSpace(c.FormValue("token"))
-	return "prefix:" + token[:min(len(token), tokenPrefixLength)]
 }
 
 // unboundOnly lets through principals bound to no namespace: the route

@@ -59,35 +59,45 @@ func (s *securedServer) as(role string) []string {
 // apiPermissions is the contract of CONTRACT §9, written independently of
 // routes.go: every API route and the role it needs.
 var apiPermissions = map[string]string{
-	"GET /schedules":                          "read",
-	"POST /schedules":                         "admin",
-	"POST /schedules/preview":                 "read",
-	"GET /schedules/:schedule_id":             "read",
-	"PATCH /schedules/:schedule_id":           "admin",
-	"DELETE /schedules/:schedule_id":          "admin",
-	"POST /schedules/:schedule_id/pause":      "operate",
-	"POST /schedules/:schedule_id/resume":     "operate",
-	"POST /schedules/:schedule_id/trigger":    "operate",
-	"POST /schedules/:schedule_id/backfill":   "operate",
-	"GET /schedules/:schedule_id/history":     "read",
-	"GET /schedules/:schedule_id/occurrences": "read",
-	"GET /schedules/:schedule_id/runs":        "read",
-	"GET /runs":                               "read",
-	"GET /runs/:run_id":                       "read",
-	"POST /runs/:run_id/cancel":               "operate",
-	"POST /runs/:run_id/terminate":            "operate",
-	"POST /tick":                              "admin",
-	"POST /worker/poll":                       "work",
-	"POST /worker/runs/:run_id/heartbeat":     "work",
-	"POST /worker/runs/:run_id/complete":      "work",
-	"POST /worker/runs/:run_id/fail":          "work",
-	"GET /notifiers":                          "admin",
-	"POST /notifiers":                         "admin",
-	"GET /notifiers/:name":                    "admin",
-	"PATCH /notifiers/:name":                  "admin",
-	"DELETE /notifiers/:name":                 "admin",
-	"POST /notifiers/:name/test":              "admin",
-	"GET /notifiers/:name/deliveries":         "admin",
+	"GET /schedules":                                  "read",
+	"POST /schedules":                                 "admin",
+	"POST /schedules/preview":                         "read",
+	"GET /schedules/:schedule_id":                     "read",
+	"PATCH /schedules/:schedule_id":                   "admin",
+	"DELETE /schedules/:schedule_id":                  "admin",
+	"POST /schedules/:schedule_id/pause":              "operate",
+	"POST /schedules/:schedule_id/resume":             "operate",
+	"POST /schedules/:schedule_id/trigger":            "operate",
+	"POST /schedules/:schedule_id/backfill":           "operate",
+	"GET /schedules/:schedule_id/history":             "read",
+	"GET /schedules/:schedule_id/occurrences":         "read",
+	"GET /schedules/:schedule_id/runs":                "read",
+	"GET /schedules/:schedule_id/versions":            "read",
+	"GET /schedules/:schedule_id/versions/diff":       "read",
+	"GET /schedules/:schedule_id/versions/:n":         "read",
+	"POST /schedules/:schedule_id/versions/:n/revert": "admin",
+	"GET /runs":                           "read",
+	"GET /runs/:run_id":                   "read",
+	"POST /runs/:run_id/cancel":           "operate",
+	"POST /runs/:run_id/terminate":        "operate",
+	"POST /tick":                          "admin",
+	"POST /worker/poll":                   "work",
+	"POST /worker/runs/:run_id/heartbeat": "work",
+	"POST /worker/runs/:run_id/complete":  "work",
+	"POST /worker/runs/:run_id/fail":      "work",
+	"GET /notifiers":                      "admin",
+	"POST /notifiers":                     "admin",
+	"GET /notifiers/:name":                "admin",
+	"PATCH /notifiers/:name":              "admin",
+	"DELETE /notifiers/:name":             "admin",
+	"POST /notifiers/:name/test":          "admin",
+	"GET /notifiers/:name/deliveries":     "admin",
+	"GET /notifiers/:name/history":        "admin",
+	"GET /backfills":                      "read",
+	"GET /backfills/:backfill_id":         "read",
+	"POST /backfills/:backfill_id/pause":  "operate",
+	"POST /backfills/:backfill_id/resume": "operate",
+	"POST /backfills/:backfill_id/cancel": "operate",
 }
 
 var roleGrants = map[string]map[string]bool{
@@ -112,7 +122,7 @@ func TestRoleRouteMatrix(t *testing.T) {
 		perm, known := apiPermissions[key]
 		require.True(t, known, "route %s has no expected permission in this test: add it", key)
 		covered[key] = true
-		url := v2 + strings.NewReplacer(":schedule_id", "m", ":run_id", "01KXNR6R809X7XT0RFJDNTWDR2", ":name", "none").Replace(path)
+		url := v2 + strings.NewReplacer(":schedule_id", "m", ":run_id", "01KXNR6R809X7XT0RFJDNTWDR2", ":name", "none", ":backfill_id", "01KXNR6R809X7XT0RFJDNTWDR2").Replace(path)
 		for role, grants := range roleGrants {
 			res := s.do(r.Method, url, "", s.as(role)...)
 			if grants[perm] {

@@ -55,7 +55,7 @@ func TestConsoleRegistryHealthBoard(t *testing.T) {
 		// Nothing late yet: no warning.
 		doc := c.page200("/waterline/schedules")
 		counts, current := chipCounts(t, doc)
-		require.Equal(t, map[string]string{"all": "4", "failing": "1", "overdue": "0", "paused": "1", "active": "3"}, counts)
+		require.Equal(t, map[string]string{"all": "4", "failing": "1", "stuck": "0", "overdue": "0", "skipping": "0", "paused": "1", "active": "3"}, counts)
 		require.Equal(t, "all", current)
 		require.Zero(t, doc.Find(tid("loop-warning")).Length())
 
@@ -79,9 +79,10 @@ func TestConsoleRegistryHealthBoard(t *testing.T) {
 			require.Equal(t, key, cur, "the %s chip is current on its own page", key)
 		}
 
-		// The health order puts the failing first; a text filter keeps it.
+		// The health order puts the failing first, then the overdue (c-often);
+		// a text filter keeps it.
 		sorted := c.page200(attrOf(t, doc.Find(tid("sort-link")+`[data-sort="health"]`), "href"))
-		require.Equal(t, []string{"b-flaky", "a-fine", "c-often", "d-held"}, rowIDs(sorted))
+		require.Equal(t, []string{"b-flaky", "c-often", "a-fine", "d-held"}, rowIDs(sorted))
 		require.Equal(t, "health", attrOf(t, sorted.Find(tid("registry-filters")).Find(`input[name="sort"]`), "value"))
 		_, on := sorted.Find(tid("sort-link") + `[data-sort="health"]`).Attr("aria-current")
 		require.True(t, on)

@@ -61,7 +61,7 @@ func TestConsoleBackfillDryRunCountsStarted(t *testing.T) {
 		t.Parallel()
 		c := newConsole(t, db, "")
 		c.create("default", `{"schedule_id":"h","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"},"overlap_policy":"allow_all"}`)
-		c.api.must(200, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-01T02:00:00Z"}`)
+		c.api.must(202, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-01T02:00:00Z"}`)
 
 		p := c.post("/waterline/schedules/h/backfill", url.Values{"from": {"2026-07-01T00:00"}, "to": {"2026-07-01T05:00"}, "dry_run": {"1"}})
 		require.Equal(t, http.StatusOK, p.Status, p.Raw)
@@ -77,7 +77,9 @@ func TestConsoleBackfillDryRunCountsStarted(t *testing.T) {
 
 		p = c.post("/waterline/schedules/h/backfill", formValues(res.Find(tid("backfill-confirm-form"))))
 		require.Equal(t, http.StatusOK, p.Status, p.Raw)
-		require.Equal(t, "started 3 · skipped 2", textOf(p.Doc.Find(tid("backfill-summary"))))
+		job := p.Doc.Find(tid("backfill-job"))
+		require.Equal(t, "3", textOf(job.Find(tid("backfill-started"))))
+		require.Equal(t, "2", textOf(job.Find(tid("backfill-skipped"))), "the two already started")
 
 		// Everything started: nothing to confirm.
 		p = c.post("/waterline/schedules/h/backfill", url.Values{"from": {"2026-07-01T00:00"}, "to": {"2026-07-01T05:00"}, "dry_run": {"1"}})

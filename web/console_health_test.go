@@ -148,3 +148,19 @@ func TestConsoleTimeSetting(t *testing.T) {
 	require.Equal(t, "2026-07-17 02:30 EDT", next())
 	require.Equal(t, http.StatusUnprocessableEntity, c.get("/waterline/time?pref=mars").Status)
 }
+
+// Issue 36, finding 10: /waterline/time checked return_to by prefix only,
+// weaker than the console's shared rule (localPath): a path that leaves
+// the console once resolved, reaches the API, or carries a backslash is
+// not followed.
+func TestConsoleTimeSettingReturnsOnlyToConsolePages(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, dbtest.SQLite(t), "")
+	for _, back := range []string{
+		"/waterline/../evil", "/waterline/..%2F..%2Fevil", "/waterline/api/v2/tick",
+		"/waterline/%5C%5Cevil.example", "//evil.example/", "https://evil.example/",
+	} {
+		require.Equal(t, "/waterline/schedules", seeOther(t, c.get("/waterline/time?pref=utc&return_to="+back)), back)
+	}
+	require.Equal(t, "/waterline/runs?status=failed", seeOther(t, c.get("/waterline/time?pref=utc&return_to=%2Fwaterline%2Fruns%3Fstatus%3Dfailed")))
+}

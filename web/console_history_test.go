@@ -21,7 +21,7 @@ func TestConsoleHistoryNewestFirstAndFilter(t *testing.T) {
 		c := newConsole(t, db, "")
 		c.create("default", `{"schedule_id":"h","spec":{"cron_expressions":["0 * * * *"],"timezone":"Europe/Kyiv"},"action":{"workflow_type":"w"},"overlap_policy":"allow_all"}`)
 		// 1 created + 120 backfilled = 121 events.
-		c.api.must(200, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-06T00:00:00Z"}`)
+		c.api.must(202, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-06T00:00:00Z"}`)
 
 		doc := c.page200("/waterline/schedules/h/history")
 		panel := doc.Find(tid("history-panel"))

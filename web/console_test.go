@@ -203,7 +203,7 @@ func formValues(form *goquery.Selection) url.Values {
 				opt = s.Find("option").First()
 			}
 			v.Add(name, opt.AttrOr("value", ""))
-		case s.AttrOr("type", "") == "checkbox":
+		case s.AttrOr("type", "") == "checkbox", s.AttrOr("type", "") == "radio":
 			if _, checked := s.Attr("checked"); checked {
 				v.Add(name, s.AttrOr("value", "on"))
 			}
@@ -912,10 +912,13 @@ func TestConsoleBackfill(t *testing.T) {
 		res = p.Doc.Find(tid("backfill-result"))
 		require.Equal(t, "false", attrOf(t, res, "data-dry-run"))
 		require.Equal(t, "3", textOf(res.Find(tid("backfill-count"))))
-		res.Find(tid("backfill-occurrence")).Each(func(_ int, s *goquery.Selection) {
-			require.Equal(t, "started", textOf(s.Find(tid("outcome-badge"))), "buffer_all acts as allow_all")
-			require.Regexp(t, `^/waterline/runs/[0-9A-Z]{26}$`, s.Find("a").AttrOr("href", ""))
-		})
+		// A job now: done in its first slice, its progress shown.
+		job := res.Find(tid("backfill-job"))
+		require.Equal(t, "completed", attrOf(t, job, "data-status"))
+		require.Equal(t, "3", textOf(job.Find(tid("backfill-started"))), "buffer_all acts as allow_all")
+		require.Equal(t, "0", textOf(job.Find(tid("backfill-remaining"))))
+		require.Equal(t, "100", attrOf(t, job.Find(tid("backfill-progress")), "aria-valuenow"))
+		require.Zero(t, job.Find(tid("backfill-pause")).Length(), "a finished job has no actions")
 		require.Len(t, c.api.must(200, "GET", v2+"/runs?schedule_id=q", "")["runs"], 3)
 		events := c.history("default", "q")
 		require.Equal(t, "ui", events[1]["payload"].(map[string]any)["command_context"].(map[string]any)["source"])
@@ -933,7 +936,7 @@ func TestConsoleBackfill(t *testing.T) {
 			{"2026-07-02T00:00", "2026-07-01T00:00", "", "to", "must be after from"},
 			{"yesterday", "2026-07-01T00:00", "", "from", "must be a date and time"},
 			{"2026-07-01T00:00", "", "", "to", "is required"},
-			{"2000-01-01T00:00", "2040-01-01T00:00", "", "to", "more than 10000 occurrences"},
+			{"1971-01-01T00:00", "2099-01-01T00:00", "", "to", "more than 1000000 occurrences"},
 			{"2026-07-01T00:00", "2026-07-02T00:00", "sometimes", "overlap_policy", "must be one of"},
 		} {
 			p := c.post("/waterline/schedules/q/backfill", url.Values{"from": {tc.from}, "to": {tc.to}, "overlap_policy": {tc.policy}, "dry_run": {"1"}})
@@ -955,8 +958,8 @@ func TestConsoleHistory(t *testing.T) {
 		c := newConsole(t, db, "")
 		c.create("default", `{"schedule_id":"h","spec":{"cron_expressions":["0 * * * *"],"timezone":"Europe/Kyiv"},"action":{"workflow_type":"w"},"overlap_policy":"allow_all"}`)
 		// 1 created + 120 backfilled = 121 events.
-		bf := c.api.must(200, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-06T00:00:00Z"}`)
-		require.EqualValues(t, 120, bf["occurrences"])
+		bf := c.api.must(202, "POST", v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-06T00:00:00Z"}`)["backfill"].(map[string]any)
+		require.EqualValues(t, 120, bf["started"])
 
 		// Oldest first is ?order=asc since the console shows newest first by
 		// default (console_history_test.go); a cursor implies its order.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tidelinehq/tideline/apijson"
 	"github.com/tidelinehq/tideline/auth"
+	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/handlers"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/views"
@@ -45,6 +47,9 @@ func classify(err error) (int, apiError) {
 		return http.StatusBadRequest, apiError{Code: bad.Code, Message: bad.Message}
 	case errors.As(err, &he):
 		return he.Code, apiError{Code: httpCode(he.Code), Message: httpMessage(he)}
+	case database.Unavailable(err):
+		return http.StatusServiceUnavailable, apiError{Code: scheduling.CodeDatabaseUnavailable,
+			Message: "the database is unavailable (restarting, failing over, or a lost connection); retry in a moment"}
 	}
 	return http.StatusInternalServerError, apiError{Code: scheduling.CodeInternalError, Message: "internal server error; the request was logged with its request ID"}
 }
@@ -96,6 +101,12 @@ func httpMessage(he *echo.HTTPError) string {
 	return strings.ToLower(http.StatusText(he.Code))
 }
 
+// databaseRetryAfter is the Retry-After of a database_unavailable answer,
+// in seconds. A restart or a promoted standby takes a few seconds; clients
+// back off from this first wait (the Go client, the worker, the Python SDK
+// double it up to a bound), so a short first wait costs little.
+const databaseRetryAfter = "1"
+
 // isAPI reports whether the request expects JSON rather than a console page.
 func isAPI(c echo.Context) bool {
 	p := c.Request().URL.Path
@@ -139,7 +150,19 @@ func errorHandler(logger *slog.Logger, pages *errorPages) echo.HTTPErrorHandler 
 			return
 		}
 		status, body := classify(err)
-		if status >= 500 {
+		switch {
+		case c.Request().Context().Err() != nil && errors.Is(err, context.Canceled):
+			// The client hung up (a worker stopping, a closed tab): nobody
+			// reads this answer and nothing failed on our side.
+			logger.Info("request abandoned by its client", "path", c.Request().URL.Path,
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		case body.Code == scheduling.CodeDatabaseUnavailable:
+			// An outage answers every request this way: one WARN each,
+			// not an ERROR with a stack of wrapped driver text.
+			c.Response().Header().Set("Retry-After", databaseRetryAfter)
+			logger.Warn("request failed: database unavailable", "err", err, "path", c.Request().URL.Path,
+				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
+		case status >= 500:
 			logger.Error("request failed", "err", err, "path", c.Request().URL.Path,
 				"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
 		}

@@ -207,7 +207,7 @@ func FuzzHistoryQuery(f *testing.F) {
 	}
 	setup(v2+"/schedules", `{"schedule_id":"h","cron":"0 * * * *","action":{"workflow_type":"w"},"overlap_policy":"allow_all"}`, http.StatusCreated)
 	// 1 ScheduleCreated + 36 backfilled fires.
-	setup(v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-02T12:00:00Z"}`, http.StatusOK)
+	setup(v2+"/schedules/h/backfill", `{"from":"2026-07-01T00:00:00Z","to":"2026-07-02T12:00:00Z"}`, http.StatusAccepted)
 	f.Fuzz(func(t *testing.T, limit, after string) {
 		fx := &apiFixture{t: t, db: db, clock: schedtest.NewClock(t0), h: h}
 		q := url.Values{}

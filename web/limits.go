@@ -20,7 +20,10 @@ var errBusy = echo.NewHTTPError(http.StatusServiceUnavailable, "too many preview
 // concurrencyLimit lets at most n requests through at a time; the next one
 // is refused at once rather than queued, so a flood cannot hold memory or
 // goroutines waiting.
-func concurrencyLimit(n int) echo.MiddlewareFunc {
+func concurrencyLimit(n int) echo.MiddlewareFunc { return slotLimit(n, errBusy) }
+
+// slotLimit is concurrencyLimit answering busy when the slots are taken.
+func slotLimit(n int, busy *echo.HTTPError) echo.MiddlewareFunc {
 	slots := make(chan struct{}, n)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -28,7 +31,7 @@ func concurrencyLimit(n int) echo.MiddlewareFunc {
 			case slots <- struct{}{}:
 			default:
 				c.Response().Header().Set("Retry-After", "1")
-				return errBusy
+				return busy
 			}
 			defer func() { <-slots }()
 			return next(c)

@@ -298,7 +298,11 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 
 	created := f.must(201, "POST", v2+"/schedules", dailyBody)
 	same("ScheduleDescription", created)
-	same("Spec", created["spec"].(map[string]any))
+	// start_at, end_at and at are left out when unset: compare a spec that has them.
+	bounded := f.must(201, "POST", v2+"/schedules", `{"schedule_id":"bounded","spec":{"cron_expressions":["0 6 * * *"],"intervals":[],
+		"timezone":"UTC","start_at":"2026-07-16T00:00:00Z","end_at":"2027-01-01T00:00:00Z","at":["2026-12-24T18:00:00Z"]},"action":{"workflow_type":"w"}}`)
+	same("Spec", bounded["spec"].(map[string]any))
+	f.must(200, "DELETE", v2+"/schedules/bounded", "")
 	list := f.must(200, "GET", v2+"/schedules", "")
 	same("ScheduleList", list)
 	same("Schedule", list["schedules"].([]any)[0].(map[string]any))
@@ -335,6 +339,13 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 	tick := f.must(200, "POST", v2+"/tick", "")
 	same("TickResult", tick)
 	same("TickRow", tick["rows"].([]any)[0].(map[string]any))
+
+	job := f.must(202, "POST", v2+"/schedules/daily-sync/backfill", `{"from":"2026-06-01T00:00:00Z","to":"2026-06-03T00:00:00Z","max_per_minute":60}`)
+	same("BackfillJobEnvelope", job)
+	same("BackfillJob", job["backfill"].(map[string]any))
+	jobs := f.must(200, "GET", v2+"/backfills", "")
+	same("BackfillJobList", jobs)
+	same("BackfillJob", jobs["backfills"].([]any)[0].(map[string]any))
 
 	res := f.do("GET", v2+"/schedules?limit=x", "")
 	require.Equal(t, http.StatusUnprocessableEntity, res.Status)

@@ -17,8 +17,19 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	g := &guard{Auth: d.Auth, clock: d.Clock}
 	read, operate, admin, work := g.api(auth.Read), g.api(auth.Operate), g.api(auth.Admin), g.api(auth.Work)
 	previews := concurrencyLimit(previewSlots()) // one pool for API and console previews
+	// One pool of backfills for API and console, and a share of it per token.
+	backfills := []echo.MiddlewareFunc{slotLimit(backfillSlots(), errBackfillsBusy),
+		perPrincipal(MaxBackfillsPerPrincipal, "this token is running as many backfills as it may at once; retry when one has finished")}
+	polls := d.MaxPollsPerPrincipal
+	if polls <= 0 {
+		polls = DefaultMaxPollsPerPrincipal
+	}
+	pollLimit := perPrincipal(polls, "this token has as many worker polls in flight as it may (--max-polls-per-principal); retry in a moment")
 
 	health := &handlers.Health{DB: d.DB, Clock: d.Clock}
+	if d.Service != nil {
+		health.Draining = d.Service.Draining
+	}
 	e.GET("/healthz", health.Live)
 	e.GET("/readyz", health.Ready)
 	if d.Metrics != nil {
@@ -32,7 +43,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	// The same handlers answer under /waterline/api/v2 and, for clients that
 	// pass the namespace in X-Namespace, under /api.
 	for _, prefix := range []string{"/waterline/api/v2", "/api"} {
-		a := e.Group(prefix)
+		a := e.Group(prefix, handlers.CheckSourceHeader)
 		a.GET("/schedules", api.ListSchedules, read)
 		a.POST("/schedules", api.CreateSchedule, admin)
 		a.POST("/schedules/preview", api.Preview, read, previews)
@@ -45,10 +56,19 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.POST("/schedules/:schedule_id/pause", api.PauseSchedule, operate)
 		a.POST("/schedules/:schedule_id/resume", api.ResumeSchedule, operate)
 		a.POST("/schedules/:schedule_id/trigger", api.TriggerSchedule, operate)
-		a.POST("/schedules/:schedule_id/backfill", api.BackfillSchedule, operate)
+		a.POST("/schedules/:schedule_id/backfill", api.BackfillSchedule, append([]echo.MiddlewareFunc{operate}, backfills...)...)
 		a.GET("/schedules/:schedule_id/history", api.ScheduleHistory, read)
 		a.GET("/schedules/:schedule_id/runs", api.ScheduleRuns, read)
 		a.GET("/schedules/:schedule_id/occurrences", api.ScheduleOccurrences, read)
+		a.GET("/schedules/:schedule_id/versions", api.ScheduleVersions, read)
+		a.GET("/schedules/:schedule_id/versions/diff", api.ScheduleVersionDiff, read)
+		a.GET("/schedules/:schedule_id/versions/:n", api.ScheduleVersion, read)
+		a.POST("/schedules/:schedule_id/versions/:n/revert", api.RevertSchedule, admin) // an update
+		a.GET("/backfills", api.ListBackfills, read)
+		a.GET("/backfills/:backfill_id", api.GetBackfill, read)
+		a.POST("/backfills/:backfill_id/pause", api.PauseBackfill, operate)
+		a.POST("/backfills/:backfill_id/resume", api.ResumeBackfill, operate)
+		a.POST("/backfills/:backfill_id/cancel", api.CancelBackfill, operate)
 		a.GET("/runs", api.ListRuns, read)
 		a.GET("/runs/:run_id", api.GetRun, read)
 		a.POST("/runs/:run_id/cancel", api.CancelRun, operate)
@@ -63,6 +83,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.DELETE("/notifiers/:name", api.DeleteNotifier, admin)
 		a.POST("/notifiers/:name/test", api.TestNotifier, admin)
 		a.GET("/notifiers/:name/deliveries", api.NotifierDeliveries, admin)
+		a.GET("/notifiers/:name/history", api.NotifierHistory, admin)
 		a.RouteNotFound("/*", apiFallback(e))
 	}
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
@@ -70,7 +91,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	worker := &handlers.WorkerAPI{Service: d.Service, Namespace: d.Namespace}
 	for _, prefix := range []string{"/waterline/api/v2/worker", "/api/v2/worker"} {
 		w := e.Group(prefix, work)
-		w.POST("/poll", worker.Poll)
+		w.POST("/poll", worker.Poll, pollLimit)
 		w.POST("/runs/:run_id/heartbeat", worker.Heartbeat)
 		w.POST("/runs/:run_id/complete", worker.Complete)
 		w.POST("/runs/:run_id/fail", worker.Fail)
@@ -87,7 +108,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w := e.Group("/waterline", g.consoleSession, g.csrf)
 	w.GET("", console.Home, cRead)
 	w.GET("/login", login.Form)
-	w.POST("/login", login.Submit, loginRateLimit(byClientAddress), loginRateLimit(byTokenPrefix))
+	w.POST("/login", login.Submit, newLoginLimiter(d.Clock).middleware)
 	w.POST("/logout", login.Logout)
 	w.GET("/namespace", console.SwitchNamespace, cRead)
 	w.GET("/time", console.SetTime, cRead)
@@ -105,8 +126,17 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.GET("/schedules/:schedule_id/delete", console.DeleteConfirm, cAdmin)
 	w.POST("/schedules/:schedule_id/delete", console.Delete, cAdmin)
 	w.GET("/schedules/:schedule_id/backfill", console.BackfillForm, cOperate)
-	w.POST("/schedules/:schedule_id/backfill", console.Backfill, cOperate)
+	w.POST("/schedules/:schedule_id/backfill", console.Backfill, append([]echo.MiddlewareFunc{cOperate}, backfills...)...)
 	w.GET("/schedules/:schedule_id/history", console.History, cRead)
+	w.GET("/schedules/:schedule_id/versions", console.Versions, cRead)
+	w.GET("/schedules/:schedule_id/versions/diff", console.VersionDiff, cRead)
+	w.GET("/schedules/:schedule_id/versions/:n/revert", console.RevertConfirm, cAdmin)
+	w.POST("/schedules/:schedule_id/versions/:n/revert", console.Revert, cAdmin)
+	w.GET("/backfills", console.Backfills, cRead)
+	w.GET("/backfills/:backfill_id", console.BackfillJob, cRead)
+	w.POST("/backfills/:backfill_id/pause", console.PauseBackfill, cOperate)
+	w.POST("/backfills/:backfill_id/resume", console.ResumeBackfill, cOperate)
+	w.POST("/backfills/:backfill_id/cancel", console.CancelBackfill, cOperate)
 	w.GET("/runs", console.Runs, cRead)
 	w.GET("/runs/:run_id", console.Run, cRead)
 	w.POST("/runs/:run_id/cancel", console.CancelRun, cOperate)

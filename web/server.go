@@ -35,6 +35,9 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Auth configures authentication; the zero value is local mode.
 	Auth Auth
+	// MaxPollsPerPrincipal caps each token's worker polls in flight
+	// (0: DefaultMaxPollsPerPrincipal).
+	MaxPollsPerPrincipal int
 }
 
 // NewServer returns the configured echo instance.
@@ -50,7 +53,7 @@ func NewServer(d Deps) *echo.Echo {
 	// trusted proxy in front of us says otherwise.
 	e.IPExtractor = echo.ExtractIPDirect()
 	if d.Auth.TrustProxy {
-		e.IPExtractor = proxiedClientIP
+		e.IPExtractor = proxiedClientIP(d.Auth.proxies())
 	}
 	if d.Auth.Store == nil {
 		d.Auth.Store = &auth.Store{}
@@ -159,6 +162,10 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
 			switch {
+			case v.Status == http.StatusServiceUnavailable:
+				// Busy or the database away: a retry is expected to work,
+				// and an outage must not fill the log with ERRORs.
+				level = slog.LevelWarn
 			case v.Status >= http.StatusInternalServerError:
 				level = slog.LevelError
 			case strings.Contains(c.Path(), "/worker/") && v.Status < http.StatusBadRequest:
@@ -166,9 +173,15 @@ func requestLogger(logger *slog.Logger) echo.MiddlewareFunc {
 				// INFO they flood the log; refused ones stay visible.
 				level = slog.LevelDebug
 			}
-			logger.LogAttrs(c.Request().Context(), level, "request",
-				slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
-				slog.Duration("latency", v.Latency), slog.String("request_id", v.RequestID))
+			attrs := []slog.Attr{slog.String("method", v.Method), slog.String("uri", v.URI), slog.Int("status", v.Status),
+				slog.Duration("latency", v.Latency), slog.String("request_id", v.RequestID)}
+			// Who asked: the authenticated token's name (unset when the
+			// request was refused before authentication), and from where.
+			if p, ok := c.Get(handlers.PrincipalKey).(*auth.Principal); ok {
+				attrs = append(attrs, slog.String("principal", p.Name))
+			}
+			attrs = append(attrs, slog.String("client", c.RealIP()))
+			logger.LogAttrs(c.Request().Context(), level, "request", attrs...)
 			return nil
 		},
 	})

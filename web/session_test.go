@@ -252,12 +252,59 @@ func TestLoginRateLimitKeys(t *testing.T) {
 	other := proxied.post("/waterline/login", url.Values{"token": {"guess-other"}}, "X-Forwarded-For", "203.0.113.8")
 	require.Equal(t, http.StatusUnauthorized, other.Status, "another client (per the proxy) has its own budget")
 
-	direct := replica(t, db, doc, false)
+	// A client that reaches the server directly — not from a trusted
+	// proxy — is its own address, whatever X-Forwarded-For it sends
+	// (issue 36: rotating the header escaped the limit).
 	statuses = nil
 	for i := range 7 {
-		c := browser(t, direct)
-		c.remoteAddr = fmt.Sprintf("192.0.2.%d:1234", i+1) // a new address each time
-		statuses = append(statuses, c.post("/waterline/login", url.Values{"token": {fmt.Sprintf("tl_sameprefix-%d", i)}}).Status)
+		c := browser(t, proxied.api)
+		c.remoteAddr = "203.0.113.50:4444"
+		statuses = append(statuses, c.post("/waterline/login", url.Values{"token": {fmt.Sprintf("guess-%d-direct", i)}},
+			"X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i)).Status)
 	}
-	require.Equal(t, []int{401, 401, 401, 401, 401, 429, 429}, statuses, "one token prefix, many addresses")
+	require.Equal(t, []int{401, 401, 401, 401, 401, 429, 429}, statuses, "a direct client's forwarded header is not believed")
+}
+
+// Issue 36, finding 7: failed sign-ins were counted per token prefix, so
+// anyone who knew the first 12 characters of a token could lock its owner
+// out. Now nothing the client types picks the budget: per address, and a
+// global budget across all addresses that bounds guessing from many.
+func TestLoginLimitCannotLockOutAnotherUser(t *testing.T) {
+	t.Parallel()
+	db := dbtest.SQLite(t)
+	doc, tokens := tokensDoc(t, "op")
+	victim := tokens["op"]
+	f := replica(t, db, doc, false)
+	for i := range 20 {
+		c := browser(t, f)
+		c.remoteAddr = fmt.Sprintf("192.0.2.%d:1234", i+1)
+		require.Equal(t, http.StatusUnauthorized, c.post("/waterline/login", url.Values{"token": {victim[:12] + "-wrong"}}).Status)
+	}
+	owner := browser(t, f)
+	owner.remoteAddr = "198.51.100.7:5555"
+	require.Equal(t, http.StatusSeeOther, owner.post("/waterline/login", url.Values{"token": {victim}}).Status,
+		"the owner signs in from their own address")
+
+	// A successful sign-in costs nothing: the owner can sign in again and
+	// again without spending their address's budget.
+	for range 8 {
+		again := browser(t, f)
+		again.remoteAddr = "198.51.100.7:5555"
+		require.Equal(t, http.StatusSeeOther, again.post("/waterline/login", url.Values{"token": {victim}}).Status)
+	}
+
+	// Guessing from many addresses meets the global budget (60 in a burst;
+	// 20 are spent above).
+	statuses := map[int]int{}
+	for i := range 60 {
+		c := browser(t, f)
+		c.remoteAddr = fmt.Sprintf("10.1.%d.%d:1234", i/200, i%200+1)
+		statuses[c.post("/waterline/login", url.Values{"token": {"guess"}}).Status]++
+	}
+	require.Equal(t, map[int]int{http.StatusUnauthorized: 40, http.StatusTooManyRequests: 20}, statuses)
+	late := browser(t, f)
+	late.remoteAddr = "198.51.100.99:1"
+	res := late.post("/waterline/login", url.Values{"token": {"guess"}})
+	require.Equal(t, http.StatusTooManyRequests, res.Status)
+	require.NotEmpty(t, res.Header.Get("Retry-After"))
 }

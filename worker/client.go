@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,10 +56,14 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("worker: base URL %q must be an absolute http(s) URL", opts.BaseURL)
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	hc := &http.Client{}
+	if opts.HTTPClient != nil {
+		copied := *opts.HTTPClient // the caller's client is left as it is
+		hc = &copied
 	}
+	// A followed redirect would carry the token (and a report's body) to
+	// wherever it points: a 3xx is answered as an *APIError instead.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &Client{base: strings.TrimRight(u.String(), "/") + apiPrefix, token: opts.Token, namespace: opts.Namespace, workerID: opts.WorkerID, http: hc}, nil
 }
 
@@ -66,10 +71,16 @@ func NewClient(opts ClientOptions) (*Client, error) {
 // apijson.ClaimedRun). Deadlines are the server's; it enforces them itself
 // (timed_out), so handlers only need them to plan work.
 type Run struct {
-	ID                  string
-	InstanceID          string
+	ID         string
+	InstanceID string
+	// ScheduleID is the schedule that fired the run; empty for a run
+	// started directly.
+	ScheduleID          string
+	Namespace           string
 	WorkflowType        string
 	WorkflowClass       string
+	Trigger             string     // scheduled | manual | drained | backfilled | direct
+	OccurrenceTime      *time.Time // the fire's nominal time; nil for a direct run
 	Input               json.RawMessage
 	Attempt             int
 	LeaseExpiresAt      *time.Time
@@ -78,7 +89,12 @@ type Run struct {
 }
 
 func runOf(r apijson.ClaimedRun) Run {
-	return Run{ID: r.RunID, InstanceID: r.InstanceID, WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass,
+	var scheduleID string
+	if r.ScheduleID != nil {
+		scheduleID = *r.ScheduleID
+	}
+	return Run{ID: r.RunID, InstanceID: r.InstanceID, ScheduleID: scheduleID, Namespace: r.Namespace,
+		WorkflowType: r.WorkflowType, WorkflowClass: r.WorkflowClass, Trigger: r.Trigger, OccurrenceTime: timeOf(r.OccurrenceTime),
 		Input: r.Input, Attempt: r.Attempt, LeaseExpiresAt: timeOf(r.LeaseExpiresAt), RunDeadlineAt: timeOf(r.RunDeadlineAt),
 		ExecutionDeadlineAt: timeOf(r.ExecutionDeadlineAt)}
 }
@@ -115,6 +131,9 @@ type APIError struct {
 	Code       string
 	Message    string
 	Fields     map[string]string
+	// RetryAfter is the server's Retry-After (503 while its database is
+	// unavailable, 429); zero when it sent none.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -233,7 +252,9 @@ func (c *Client) call(ctx context.Context, timeout time.Duration, path string, i
 		return fmt.Errorf("read answer: %w", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return decodeAPIError(resp.StatusCode, body)
+		apiErr := decodeAPIError(resp.StatusCode, body)
+		apiErr.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return apiErr
 	}
 	if out == nil {
 		return nil
@@ -253,4 +274,28 @@ func decodeAPIError(status int, body []byte) *APIError {
 		apiErr.Code, apiErr.Message, apiErr.Fields = envelope.Error.Code, envelope.Error.Message, envelope.Error.Fields
 	}
 	return apiErr
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+// Anything else, or a time in the past, is zero.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		return time.Duration(max(secs, 0)) * time.Second
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
+}
+
+// retryAfter is the Retry-After of an error answer, else zero.
+func retryAfter(err error) time.Duration {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.RetryAfter
+	}
+	return 0
 }

@@ -21,19 +21,34 @@ const (
 	FailureTypeStopped     = "worker_stopped"        // the worker stopped before the handler finished
 )
 
-// Why a handler's context ended, told apart with context.Cause.
+// Why a handler's context ended: context.Cause(ctx) in a handler is one of
+// these, so that a handler can wind down differently when its run was
+// cancelled, lost or its worker is stopping.
 var (
-	errCancelRequested = errors.New("cancellation of the run was requested")
-	errRunGone         = errors.New("the run is no longer running on the server")
+	// ErrCancelRequested: an operator or an overlap policy asked to cancel
+	// the run; the handler's error is reported as type "cancelled".
+	ErrCancelRequested = errors.New("cancellation of the run was requested")
+	// ErrRunGone: the run is no longer this worker's — terminated, timed
+	// out, or its lease expired (the server answered so, or no heartbeat got
+	// through before the lease ran out). Nothing is reported: the server has
+	// the final word, and may already run the next attempt elsewhere.
+	ErrRunGone = errors.New("the run is no longer running on this worker")
+	// ErrWorkerStopped: the worker stopped and its stop grace is over.
+	ErrWorkerStopped = errors.New("the worker stopped")
+
 	errHandlerReturned = errors.New("the handler returned")
 )
 
-// Reporting a result survives the worker stopping, within bounds: a result
-// lost here costs a whole re-run (or a worker_lost failure) on the server.
-const (
-	reportTimeout  = 30 * time.Second
-	reportAttempts = 5
-)
+// reportTimeout bounds how long a result is retried (transient failures:
+// connection errors, 5xx such as 503 database_unavailable, honouring
+// Retry-After). It survives the worker stopping: a result lost here costs a
+// whole re-run (or a worker_lost failure) on the server; two minutes cover
+// a database failover.
+const reportTimeout = 2 * time.Minute
+
+// maxReportPause caps one pause between report attempts, whatever the
+// server's Retry-After says.
+const maxReportPause = 15 * time.Second
 
 // maxMessageBytes keeps a failure message (a stack trace, a dumped response)
 // well below the server's 1 MiB request limit and readable in the console.
@@ -109,8 +124,9 @@ func failure(typ, message string) result {
 	return result{failed: true, message: message, typ: typ}
 }
 
-// execute runs one claimed run to its reported end.
-func (w *Worker) execute(ctx context.Context, run Run) {
+// execute runs one claimed run to its reported end. polledAt is when the
+// poll that claimed it was sent: the lease runs from no later than that.
+func (w *Worker) execute(ctx context.Context, run Run, polledAt time.Time) {
 	log := w.logger.With("run_id", run.ID, "workflow_type", run.WorkflowType, "attempt", run.Attempt)
 	fn := w.handler(run.WorkflowType)
 	if fn == nil {
@@ -125,7 +141,7 @@ func (w *Worker) execute(ctx context.Context, run Run) {
 	heartbeats := make(chan struct{})
 	go func() {
 		defer close(heartbeats)
-		w.heartbeat(ctx, log, run, stopHeartbeats, cancel)
+		w.heartbeat(ctx, log, run, polledAt, stopHeartbeats, cancel)
 	}()
 
 	log.Debug("worker: run started")
@@ -138,7 +154,7 @@ func (w *Worker) execute(ctx context.Context, run Run) {
 	cause := context.Cause(hctx)
 
 	switch {
-	case errors.Is(cause, errRunGone):
+	case errors.Is(cause, ErrRunGone):
 		// Terminated, timed out or lost: the server has the final word and
 		// would refuse any report.
 		log.Info("worker: run ended on the server while its handler ran", "handler_err", err)
@@ -147,7 +163,7 @@ func (w *Worker) execute(ctx context.Context, run Run) {
 		// A handler that finished its work despite a cancellation request
 		// did the work: record it.
 		w.report(ctx, log, run, encodeOutput(output))
-	case errors.Is(cause, errCancelRequested):
+	case errors.Is(cause, ErrCancelRequested):
 		w.report(ctx, log, run, failure(FailureTypeCancelled, err.Error()))
 	case ctx.Err() != nil:
 		w.report(ctx, log, run, failure(FailureTypeStopped, "worker "+w.workerID+" stopped before the run finished: "+err.Error()))
@@ -182,10 +198,16 @@ func encodeOutput(output any) result {
 
 // heartbeat extends the lease every third of it until stop closes. It
 // cancels the handler when the server asks for cancellation or no longer
-// has the run running.
-func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, run Run, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+// has the run running — or when no heartbeat got through before the lease
+// ran out: the server then fails the attempt (worker_lost) and may hand the
+// next one to another worker, so the handler must not go on beside it.
+func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, run Run, polledAt time.Time, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+	lease := time.Duration(w.leaseSeconds) * time.Second
+	// Measured on this machine's clock from when each request was sent, so
+	// the local deadline is never later than the server's.
+	leaseUntil := polledAt.Add(lease)
 	// A third leaves room for two lost heartbeats before the lease expires.
-	ticker := time.NewTicker(time.Duration(w.leaseSeconds) * time.Second / 3)
+	ticker := time.NewTicker(lease / 3)
 	defer ticker.Stop()
 	for {
 		select {
@@ -193,21 +215,32 @@ func (w *Worker) heartbeat(ctx context.Context, log *slog.Logger, run Run, stop 
 			return
 		case <-ticker.C:
 		}
-		hb, err := w.client.Heartbeat(ctx, run.ID, w.leaseSeconds)
+		sent := time.Now()
+		// One hanging heartbeat must not outlast the lease it is renewing.
+		hctx, cancelCall := context.WithTimeout(ctx, max(lease/3, time.Second))
+		hb, err := w.client.Heartbeat(hctx, run.ID, w.leaseSeconds)
+		cancelCall()
 		switch {
 		case ctx.Err() != nil:
 			return // the worker is stopping: not a failure worth a warning
 		case runGone(err):
 			log.Info("worker: the server no longer runs this run; cancelling its handler", "err", err)
-			cancel(errRunGone)
+			cancel(ErrRunGone)
+			return
+		case err != nil && !time.Now().Before(leaseUntil):
+			log.Warn("worker: no heartbeat got through before the lease expired; cancelling the handler", "err", err)
+			cancel(ErrRunGone)
 			return
 		case err != nil:
 			// Transient: the next heartbeat may get through before the lease
-			// runs out; if none does, the server fails the run (worker_lost).
+			// runs out.
 			log.Warn("worker: heartbeat failed", "err", err)
 		case hb.CancelRequested:
+			leaseUntil = sent.Add(lease)
 			log.Info("worker: cancellation requested; cancelling the handler")
-			cancel(errCancelRequested)
+			cancel(ErrCancelRequested)
+		default:
+			leaseUntil = sent.Add(lease)
 		}
 	}
 }
@@ -237,12 +270,12 @@ func (w *Worker) report(ctx context.Context, log *slog.Logger, run Run, res resu
 		case runGone(err):
 			log.Info("worker: run ended on the server before its result was reported", "err", err)
 			return
-		case errors.As(err, &apiErr) && !apiErr.Temporary(), attempt == reportAttempts:
+		case errors.As(err, &apiErr) && !apiErr.Temporary():
 			log.Error("worker: could not report the run's result", "err", err, "attempt", attempt)
 			return
 		}
 		log.Warn("worker: reporting the run's result failed; retrying", "err", err, "attempt", attempt)
-		if !pause(ctx, w.backoff(attempt)) {
+		if !pause(ctx, min(max(w.backoff(attempt), retryAfter(err)), maxReportPause)) {
 			log.Error("worker: gave up reporting the run's result", "err", err)
 			return
 		}

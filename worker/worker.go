@@ -59,7 +59,12 @@ type Options struct {
 	LeaseSeconds int
 	// PollWait is how long one poll may wait for work (long poll, whole
 	// seconds, 1 s to 30 s); default 20 s.
-	PollWait   time.Duration
+	PollWait time.Duration
+	// StopGrace is how long running handlers may go on after Run's ctx
+	// ends (polling stops at once) before their context is cancelled with
+	// cause ErrWorkerStopped; default 0, at once. Results that come in
+	// within it are reported as usual.
+	StopGrace  time.Duration
 	HTTPClient *http.Client
 	Logger     *slog.Logger // default: discard
 	// Backoff is the pause before retrying after the attempt-th consecutive
@@ -79,10 +84,12 @@ type Worker struct {
 	concurrency  int
 	leaseSeconds int
 	pollWait     time.Duration
+	stopGrace    time.Duration
 	backoff      func(attempt int) time.Duration
 
 	mu       sync.RWMutex
 	handlers map[string]Handler
+	fallback Handler
 	running  atomic.Bool
 }
 
@@ -100,7 +107,7 @@ func New(opts Options) (*Worker, error) {
 	}
 	w := &Worker{
 		client: client, logger: opts.Logger, workerID: opts.WorkerID, connection: opts.Connection, queue: opts.Queue,
-		concurrency: opts.Concurrency, leaseSeconds: opts.LeaseSeconds, pollWait: opts.PollWait, backoff: opts.Backoff,
+		concurrency: opts.Concurrency, leaseSeconds: opts.LeaseSeconds, pollWait: opts.PollWait, stopGrace: opts.StopGrace, backoff: opts.Backoff,
 		handlers: map[string]Handler{},
 	}
 	if w.logger == nil {
@@ -125,6 +132,8 @@ func New(opts Options) (*Worker, error) {
 		return nil, fmt.Errorf("worker: lease of %d seconds must be between 1 and %d", opts.LeaseSeconds, maxLeaseSeconds)
 	case w.pollWait < 0 || w.pollWait > maxPollWait:
 		return nil, fmt.Errorf("worker: poll wait %s must be between 1s and %s", opts.PollWait, maxPollWait)
+	case w.stopGrace < 0:
+		return nil, fmt.Errorf("worker: stop grace %s must not be negative", opts.StopGrace)
 	}
 	// The server long-polls in whole seconds; a shorter wait would make it
 	// answer at once and the loop spin.
@@ -154,16 +163,35 @@ func (w *Worker) Register(workflowType string, fn Handler) {
 	w.handlers[workflowType] = fn
 }
 
+// RegisterFallback sets the handler of every workflow type that has none of
+// its own (a command runner matching types by pattern, say). It panics on a
+// nil handler or a second fallback.
+func (w *Worker) RegisterFallback(fn Handler) {
+	if fn == nil {
+		panic("worker: RegisterFallback needs a handler")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fallback != nil {
+		panic("worker: fallback handler registered twice")
+	}
+	w.fallback = fn
+}
+
 func (w *Worker) handler(workflowType string) Handler {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.handlers[workflowType]
+	if fn, ok := w.handlers[workflowType]; ok {
+		return fn
+	}
+	return w.fallback
 }
 
-// Run polls and runs handlers until ctx ends, then cancels the running
-// handlers, waits for them and reports their results. It returns nil when
-// stopped by ctx, and an error when the server rejects the poll itself
-// (bad namespace, token or URL): retrying that would never succeed.
+// Run polls and runs handlers until ctx ends, then stops polling, lets the
+// running handlers go on for the StopGrace, cancels those still running,
+// waits for them and reports their results. It returns nil when stopped by
+// ctx, and an error when the server rejects the poll itself (bad namespace,
+// token or URL): retrying that would never succeed.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("worker: Run is already running")
@@ -171,11 +199,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.running.Store(false)
 
 	var handlers sync.WaitGroup
-	defer handlers.Wait()
-	// Handlers get their own context so that stopping on a rejected poll
-	// cancels them too, not only the caller's ctx ending.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
+	// Handlers get a context of their own, detached from ctx, so that they
+	// outlive the poll loop by the grace, and so that stopping on a
+	// rejected poll cancels them too.
+	runCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer w.drain(&handlers, stopRuns)
 	// Each slot is one handler that may run; a poll asks for as many runs as
 	// there are free slots, so claimed runs never wait in this process while
 	// their lease ticks away.
@@ -214,7 +242,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			handlers.Go(func() {
 				defer func() { <-slots }()
-				w.execute(ctx, run)
+				w.execute(runCtx, run, started)
 			})
 		}
 
@@ -229,6 +257,10 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			failures++
 			w.logger.Warn("worker: poll failed; backing off", "err", err, "attempt", failures)
+			if !pause(ctx, max(w.backoff(failures), min(retryAfter(err), maxPollWait))) {
+				return nil
+			}
+			continue
 		case len(runs) == 0 && time.Since(started) < w.pollWait/2:
 			// The server should have held an empty poll for the wait; an
 			// early empty answer (a proxy, an old server) would otherwise
@@ -243,6 +275,27 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// drain ends Run: the handlers still running get the stop grace to finish,
+// then their context is cancelled, and Run waits until each has reported.
+func (w *Worker) drain(handlers *sync.WaitGroup, stopRuns context.CancelCauseFunc) {
+	done := make(chan struct{})
+	go func() {
+		handlers.Wait()
+		close(done)
+	}()
+	if w.stopGrace > 0 {
+		t := time.NewTimer(w.stopGrace)
+		select {
+		case <-done:
+		case <-t.C:
+			w.logger.Warn("worker: the stop grace is over; cancelling the handlers still running", "grace", w.stopGrace)
+		}
+		t.Stop()
+	}
+	stopRuns(ErrWorkerStopped)
+	<-done
 }
 
 // pause waits d, or less when ctx ends first (then it reports false).

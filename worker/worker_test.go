@@ -493,8 +493,8 @@ func TestRetriedRunsAndNonRetryableErrors(t *testing.T) {
 		defer stop()
 
 		flaky := start("flaky")
-		s.waitRun(flaky, "waiting for its second attempt", func(r *models.Run) bool { return r.Status == models.RunPending && r.Attempt == 1 })
-		clock.Advance(time.Second) // the backoff
+		s.waitRun(flaky, "waiting for its second attempt", func(r *models.Run) bool { return r.Status == models.RunPending && r.Attempt == 2 }) // a pending run names its next attempt (SPEC §10)
+		clock.Advance(time.Second)                                                                                                              // the backoff
 		run := s.waitFinished(flaky)
 		require.Equal(t, models.RunCompleted, run.Status)
 		require.JSONEq(t, `{"attempt":2}`, string(run.Output))

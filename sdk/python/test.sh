@@ -15,9 +15,9 @@ if ! "$PY" -c 'import httpx, pytest, pytest_asyncio' 2>/dev/null; then
   if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   # The package lists may be missing on a fresh machine: update once, then retry.
-  if ! $SUDO apt-get install -y -qq "${PACKAGES[@]}" >/dev/null; then
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq "${PACKAGES[@]}" >/dev/null
+  if ! $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${PACKAGES[@]}" >/dev/null; then
+    $SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq
+    $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq "${PACKAGES[@]}" >/dev/null
   fi
 fi
 

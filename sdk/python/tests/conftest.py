@@ -32,7 +32,7 @@ PG_ENV = "TIDELINE_TEST_DATABASE_URL"
 BACKENDS = ["sqlite"] + (["postgres"] if os.environ.get(PG_ENV) else [])
 
 def _write_tokens_file(path: Path) -> Tokens:
-    tokens = Tokens(*(f"tl_{secrets.token_urlsafe(24)}" for _ in range(4)))
+    tokens = Tokens(*(f"tl_{secrets.token_urlsafe(24)}" for _ in range(5)))
 
     def entry(name: str, role: str, token: str, namespaces: list[str] | None = None) -> dict[str, object]:
         out: dict[str, object] = {"name": name, "role": role, "token_sha256": hashlib.sha256(token.encode()).hexdigest()}
@@ -45,6 +45,7 @@ def _write_tokens_file(path: Path) -> Tokens:
         entry("sdk-operator", "operator", tokens.operator),
         entry("sdk-viewer", "viewer", tokens.viewer),
         entry("sdk-bound", "admin", tokens.bound, [BOUND_NAMESPACE]),
+        entry("sdk-worker", "worker", tokens.worker),
     ]
     path.write_text(json.dumps({"principals": principals}))
     return tokens

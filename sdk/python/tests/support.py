@@ -19,6 +19,7 @@ class Tokens:
     operator: str
     viewer: str
     bound: str  # an admin bound to BOUND_NAMESPACE only
+    worker: str  # the worker role: the worker protocol only
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -138,11 +139,36 @@ async def test_backfill_dry_run_starts_nothing(client: tideline.Client) -> None:
     kyiv = timezone(timedelta(hours=2))
     done = await handle.backfill(start=datetime(2026, 1, 1, 2, tzinfo=kyiv), end=datetime(2026, 1, 1, 14, tzinfo=kyiv),
                                  overlap_policy="allow_all")
-    assert (done.outcome, done.occurrences) == ("completed", 2)
-    assert [r.outcome for r in done.results] == ["started", "started"]
+    assert isinstance(done, tideline.BackfillJob)
+    done = await client.wait_backfill(done.id, poll_seconds=0.1, timeout=30)
+    assert (done.status, done.total, done.started, done.remaining) == ("completed", 2, 2, 0)
     runs = [r async for r in handle.runs()]
-    assert sorted(r.run_id for r in runs) == sorted(str(r.run_id) for r in done.results)
+    assert sorted(r.instance_id for r in runs) == [f"schedule:bf:backfill:{int(start.timestamp()) + h * 3600}" for h in (0, 6)]
     assert {r.trigger for r in runs} == {"backfilled"}
+
+
+async def test_backfill_job_lifecycle(client: tideline.Client) -> None:
+    await client.create_schedule("year", cron="* * * * *", action=ACTION, overlap_policy="allow_all")
+    start = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    job = await client.start_backfill("year", start=start, end=start + timedelta(days=365), max_per_minute=1,
+                                      max_concurrent_runs=10, reason="replay")
+    assert (job.status, job.total, job.started, job.remaining) == ("running", 525_600, 1, 525_599)
+    assert (job.max_per_minute, job.max_concurrent_runs, job.reason) == (1, 10, "replay")
+    assert job.eta is not None and job.eta > job.created_at
+    assert [j.id async for j in client.list_backfills(schedule_id="year")] == [job.id]
+
+    paused = await client.pause_backfill(job.id, reason="workers busy")
+    assert (paused.status, paused.eta) == ("paused", None)
+    with pytest.raises(tideline.Conflict) as info:
+        await client.pause_backfill(job.id)
+    assert info.value.code == "backfill_not_running"
+    assert (await client.resume_backfill(job.id)).status == "running"
+    cancelled = await client.cancel_backfill(job.id)
+    assert cancelled.finished and cancelled.status == "cancelled" and cancelled.finished_at is not None
+    assert (await client.wait_backfill(job.id)).status == "cancelled"
+    with pytest.raises(tideline.NotFound) as missing:
+        await client.get_backfill("01KXNR6R809X7XT0RFJDNTWDR2")
+    assert missing.value.code == "backfill_not_found"
 
 
 async def test_pause_hides_next_fire_and_keeps_note(client: tideline.Client) -> None:
@@ -164,3 +190,45 @@ async def test_health_fields_are_typed(client: tideline.Client) -> None:
     created = await client.create_schedule("h", cron="@daily", action=ACTION)
     assert created.consecutive_failures == 0 and created.last_run is None and created.recent_runs == ()
     assert created.pause_after_failures is None and created.start_failures_count == 0
+
+
+async def test_http_target_and_retry_policy_round_trip(client: tideline.Client) -> None:
+    target = tideline.Target.http(
+        "https://jobs.example.com/close", method="PUT", headers={"X-Team": "finance"},
+        timeout_seconds=120, secret="s" * 24, auth="bearer",
+    )
+    policy = tideline.RetryPolicy(max_attempts=5, initial_interval_seconds=2, non_retryable_error_types=("bad_input",))
+    action = tideline.Action("finance.Close", retry_policy=policy, target=target)
+    sch = await client.create_schedule("close", cron="0 2 * * *", action=action)
+    got = sch.action.target
+    assert got is not None
+    assert (got.kind, got.url, got.method, dict(got.headers), got.auth, got.timeout_seconds) == (
+        "http", "https://jobs.example.com/close", "PUT", {"X-Team": "finance"}, "bearer", 120)
+    assert got.secret is None and got.secret_set, "the secret is write-only: answers say only that it is set"
+    assert sch.action.retry_policy is not None
+    assert (sch.action.retry_policy.max_attempts, sch.action.retry_policy.initial_interval_seconds) == (5, 2)
+    assert sch.action.retry_policy.non_retryable_error_types == ("bad_input",)
+
+    # An action read back and changed keeps its target, its stored secret
+    # and its retry policy.
+    changed = dataclasses.replace(sch.action, run_timeout_seconds=60)
+    sch = await client.update_schedule("close", action=changed)
+    assert sch.action.run_timeout_seconds == 60
+    assert sch.action.target == got
+    assert sch.action.retry_policy == changed.retry_policy
+
+    # Back to a worker: the default target reads as None.
+    sch = await client.update_schedule("close", action=dataclasses.replace(sch.action, target=None))
+    assert sch.action.target is None and sch.connection != "@http"
+
+
+async def test_at_times_and_bounds_round_trip(client: tideline.Client, ns: str) -> None:
+    soon = (datetime.now(timezone.utc) + timedelta(days=2)).replace(microsecond=0)
+    spec = tideline.Spec(
+        cron_expressions=("0 6 * * *",),
+        at=(soon.isoformat().replace("+00:00", "Z"),),
+        end_at=(soon + timedelta(days=30)).isoformat().replace("+00:00", "Z"),
+    )
+    created = await client.create_schedule("bounded", spec=spec, action=ACTION)
+    assert created.spec == spec  # kept as written, so read-and-write-back changes nothing
+    assert created.ended is False and created.next_fire_at is not None

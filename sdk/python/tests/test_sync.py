@@ -26,6 +26,7 @@ def test_sync_client_end_to_end(server: Server, ns: str) -> None:
         assert isinstance(trigger, tideline.TriggerResult) and trigger.run_id is not None
         start = datetime(2026, 3, 1, tzinfo=timezone.utc)
         plan = handle.backfill(start=start, end=start + timedelta(hours=3), dry_run=True)
+        assert isinstance(plan, tideline.BackfillReport)  # a dry run; otherwise the job
         assert (plan.outcome, plan.occurrences) == ("dry_run", 3)
         assert handle.update(note="sync note").note == "sync note"
 

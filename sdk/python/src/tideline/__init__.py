@@ -4,21 +4,28 @@
         async for event in client.iter_schedule_history("nightly-sync"):
             print(event.sequence, event.event_type)
 
-`tideline.SyncClient` offers the same methods, blocking.
+`tideline.SyncClient` offers the same methods, blocking. `tideline.Worker`
+(and its blocking twin `tideline.SyncWorker`) runs Python handlers for runs.
 """
 
 from .client import API_PREFIX, UNSET, Client, ScheduleHandle, Unset, __version__
-from .errors import BadRequest, Conflict, Forbidden, NotFound, TidelineError, Unauthorized, ValidationFailed
+from .errors import BadRequest, Conflict, Forbidden, NotFound, Redirected, TidelineError, Unauthorized, ValidationFailed
 from .sync import SyncClient, SyncScheduleHandle
+from .worker import NonRetryable, RunContext, SyncWorker, Worker
 from .types import (
     Action,
+    BackfillJob,
     BackfillOccurrence,
+    BackfillPage,
     BackfillReport,
     BufferedAction,
+    FieldChange,
     Interval,
     LastRun,
     RecentAction,
     RecentRun,
+    RetryPolicy,
+    RevertPlan,
     Run,
     RunDetail,
     RunEvent,
@@ -27,42 +34,60 @@ from .types import (
     ScheduleHistoryEvent,
     ScheduleHistoryPage,
     SchedulePage,
+    ScheduleVersion,
+    ScheduleVersionDetail,
     Spec,
+    Target,
     TriggerResult,
+    VersionDiff,
 )
 
 __all__ = [
     "API_PREFIX",
     "UNSET",
     "Action",
+    "BackfillJob",
     "BackfillOccurrence",
+    "BackfillPage",
     "BackfillReport",
     "BadRequest",
     "BufferedAction",
     "Client",
     "Conflict",
+    "FieldChange",
     "Forbidden",
     "Interval",
+    "NonRetryable",
     "NotFound",
+    "Redirected",
     "LastRun",
     "RecentAction",
     "RecentRun",
+    "RetryPolicy",
+    "RevertPlan",
     "Run",
     "RunDetail",
     "RunEvent",
+    "RunContext",
     "RunPage",
     "Schedule",
     "ScheduleHandle",
     "ScheduleHistoryEvent",
     "ScheduleHistoryPage",
     "SchedulePage",
+    "ScheduleVersion",
+    "ScheduleVersionDetail",
     "Spec",
     "SyncClient",
     "SyncScheduleHandle",
+    "SyncWorker",
     "TidelineError",
+    "Target",
     "TriggerResult",
     "Unauthorized",
     "Unset",
+    "VersionDiff",
     "ValidationFailed",
+    "Worker",
     "__version__",
 ]

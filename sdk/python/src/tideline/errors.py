@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from types import MappingProxyType
 
 import httpx
@@ -23,6 +25,7 @@ class TidelineError(Exception):
         code: str,
         fields: Mapping[str, str] | None = None,
         request_id: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -30,6 +33,9 @@ class TidelineError(Exception):
         self.code = code
         self.fields: Mapping[str, str] = MappingProxyType(dict(fields or {}))
         self.request_id = request_id
+        # Seconds the server asked to wait before trying again (Retry-After
+        # on 503 database_unavailable, 429); None when it said nothing.
+        self.retry_after = retry_after
 
     def __str__(self) -> str:
         return f"{self.status} {self.code}: {self.message}"
@@ -59,6 +65,31 @@ class ValidationFailed(TidelineError):
     """422: invalid input; `fields` maps each field's JSON path to its message."""
 
 
+class Redirected(TidelineError):
+    """3xx: the server (or a proxy in front of it) answered with a redirect.
+
+    API calls never follow one: the token and the body (a notifier's secret)
+    would go along to wherever it points. ``location`` is where it pointed
+    (``None`` when it named nowhere); the base URL is probably not the one
+    the API is served from.
+    """
+
+    def __init__(self, message: str, *, status: int, location: str | None, request_id: str | None = None) -> None:
+        super().__init__(message, status=status, code="redirect_refused", request_id=request_id)
+        self.location = location
+
+
+def redirect_error(method: str, url: str, response: httpx.Response) -> Redirected:
+    """Builds the exception for a 3xx answer."""
+    location = response.headers.get("Location")
+    where = f"Location {location}" if location else "no Location"
+    message = (
+        f"{method} {url}: the server answered {response.status_code} with a redirect ({where}), "
+        "which API calls never follow (the token would go along): check that the base URL is the one the API is served from"
+    )
+    return Redirected(message, status=response.status_code, location=location, request_id=response.headers.get("X-Request-Id"))
+
+
 _BY_STATUS: dict[int, type[TidelineError]] = {
     400: BadRequest,
     401: Unauthorized,
@@ -80,4 +111,20 @@ def error_from_response(response: httpx.Response) -> TidelineError:
     except (ValueError, KeyError, TypeError, AttributeError):
         pass  # not Tideline's error shape: keep the HTTP status as the code
     cls = _BY_STATUS.get(status, TidelineError)
-    return cls(message, status=status, code=code, fields=fields, request_id=response.headers.get("X-Request-Id"))
+    return cls(message, status=status, code=code, fields=fields, request_id=response.headers.get("X-Request-Id"),
+               retry_after=_retry_after(response.headers.get("Retry-After")))
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Reads Retry-After in seconds or as an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(float(int(value.strip())), 0.0)
+    except ValueError:
+        pass
+    try:
+        at = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max((at - datetime.now(timezone.utc)).total_seconds(), 0.0)

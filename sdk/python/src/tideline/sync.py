@@ -96,8 +96,11 @@ class SyncClient(_Blocking[Client]):
         token: str | None = None,
         namespace: str | None = None,
         timeout: float | httpx.Timeout = 30.0,
+        retries: int = 5,
     ) -> None:
-        super().__init__(Client(base_url, token=token, namespace=namespace, timeout=timeout), _LoopThread())
+        super().__init__(
+            Client(base_url, token=token, namespace=namespace, timeout=timeout, retries=retries), _LoopThread()
+        )
         self.namespace = namespace
         self._closed = False
 
@@ -131,9 +134,22 @@ class SyncClient(_Blocking[Client]):
     resume_schedule = _blocking(Client.resume_schedule)
     trigger_schedule = _blocking(Client.trigger_schedule)
     backfill_schedule = _blocking(Client.backfill_schedule)
+    start_backfill = _blocking(Client.start_backfill)
+    list_backfills_page = _blocking(Client.list_backfills_page)
+    list_backfills = _blocking_iter(Client.list_backfills)
+    get_backfill = _blocking(Client.get_backfill)
+    pause_backfill = _blocking(Client.pause_backfill)
+    resume_backfill = _blocking(Client.resume_backfill)
+    cancel_backfill = _blocking(Client.cancel_backfill)
+    wait_backfill = _blocking(Client.wait_backfill)
     delete_schedule = _blocking(Client.delete_schedule)
     get_schedule_history = _blocking(Client.get_schedule_history)
     iter_schedule_history = _blocking_iter(Client.iter_schedule_history)
+    list_schedule_versions = _blocking(Client.list_schedule_versions)
+    get_schedule_version = _blocking(Client.get_schedule_version)
+    diff_schedule_versions = _blocking(Client.diff_schedule_versions)
+    plan_revert_schedule = _blocking(Client.plan_revert_schedule)
+    revert_schedule = _blocking(Client.revert_schedule)
     list_runs_page = _blocking(Client.list_runs_page)
     list_runs = _blocking_iter(Client.list_runs)
     get_run = _blocking(Client.get_run)
@@ -160,4 +176,8 @@ class SyncScheduleHandle(_Blocking[ScheduleHandle]):
     delete = _blocking(ScheduleHandle.delete)
     history = _blocking(ScheduleHandle.history)
     iter_history = _blocking_iter(ScheduleHandle.iter_history)
+    versions = _blocking(ScheduleHandle.versions)
+    version = _blocking(ScheduleHandle.version)
+    diff = _blocking(ScheduleHandle.diff)
+    revert = _blocking(ScheduleHandle.revert)
     runs = _blocking_iter(ScheduleHandle.runs)

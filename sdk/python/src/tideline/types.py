@@ -64,6 +64,11 @@ class Spec:
     cron_expressions: tuple[str, ...] = ()
     intervals: tuple[Interval, ...] = ()
     timezone: str = "UTC"
+    # Bounds and one-off instants, RFC 3339 strings kept as written so a
+    # spec read and written back is unchanged (CONTRACT §18).
+    start_at: str = ""
+    end_at: str = ""
+    at: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, d: JSON) -> Spec:
@@ -71,25 +76,155 @@ class Spec:
             cron_expressions=tuple(d.get("cron_expressions") or ()),
             intervals=tuple(Interval.from_json(i) for i in d.get("intervals") or ()),
             timezone=d.get("timezone") or "UTC",
+            start_at=d.get("start_at") or "",
+            end_at=d.get("end_at") or "",
+            at=tuple(d.get("at") or ()),
         )
 
     def to_json(self) -> JSON:
-        return {
+        out: JSON = {
             "cron_expressions": list(self.cron_expressions),
             "intervals": [i.to_json() for i in self.intervals],
             "timezone": self.timezone,
         }
+        if self.start_at:
+            out["start_at"] = self.start_at
+        if self.end_at:
+            out["end_at"] = self.end_at
+        if self.at:
+            out["at"] = list(self.at)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a failed attempt is retried (CONTRACT §10); None takes the
+    server's default."""
+
+    max_attempts: int | None = None
+    initial_interval_seconds: int | None = None
+    backoff_coefficient: float | None = None
+    max_interval_seconds: int | None = None
+    non_retryable_error_types: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RetryPolicy:
+        return cls(
+            max_attempts=d.get("max_attempts"),
+            initial_interval_seconds=d.get("initial_interval_seconds"),
+            backoff_coefficient=d.get("backoff_coefficient"),
+            max_interval_seconds=d.get("max_interval_seconds"),
+            non_retryable_error_types=tuple(d.get("non_retryable_error_types") or ()),
+        )
+
+    def to_json(self) -> JSON:
+        out: JSON = {
+            "max_attempts": self.max_attempts,
+            "initial_interval_seconds": self.initial_interval_seconds,
+            "backoff_coefficient": self.backoff_coefficient,
+            "max_interval_seconds": self.max_interval_seconds,
+        }
+        out = {k: v for k, v in out.items() if v is not None}
+        if self.non_retryable_error_types:
+            out["non_retryable_error_types"] = list(self.non_retryable_error_types)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Who executes a run (CONTRACT §15): ``kind="worker"`` (a worker polling
+    the run queue) or ``kind="http"`` (the server calls ``url``).
+
+    ``secret`` is write-only: answers never carry it, only ``secret_set``.
+    Leaving it None on an update keeps the stored secret, ``""`` removes it,
+    a new value rotates it — so a target read from a schedule can be sent
+    back unchanged without losing its secret.
+    """
+
+    kind: str = "worker"
+    url: str = ""
+    method: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    auth: str = ""
+    timeout_seconds: int | None = None
+    secret: str | None = None
+    secret_set: bool = False
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        method: str = "",
+        headers: Mapping[str, str] | None = None,
+        auth: str = "",
+        timeout_seconds: int | None = None,
+        secret: str | None = None,
+    ) -> Target:
+        return cls(
+            kind="http",
+            url=url,
+            method=method,
+            headers=dict(headers or {}),
+            auth=auth,
+            timeout_seconds=timeout_seconds,
+            secret=secret,
+        )
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Target:
+        return cls(
+            kind=d.get("kind") or "worker",
+            url=d.get("url") or "",
+            method=d.get("method") or "",
+            headers=_strings(d.get("headers")),
+            auth=d.get("auth") or "",
+            timeout_seconds=d.get("timeout_seconds"),
+            secret_set=bool(d.get("secret_set")),
+        )
+
+    def to_json(self) -> JSON:
+        out: JSON = {"kind": self.kind}
+        if self.kind != "http":
+            return out
+        out["url"] = self.url
+        if self.method:
+            out["method"] = self.method
+        if self.headers:
+            out["headers"] = dict(self.headers)
+        if self.auth:
+            out["auth"] = self.auth
+        if self.timeout_seconds is not None:
+            out["timeout_seconds"] = self.timeout_seconds
+        if self.secret is not None:
+            out["secret"] = self.secret
+        return out
+
+
+def _target(raw: JSON | None) -> Target | None:
+    """None stands for the default target, a worker: answers always name
+    the target, and an Action read back compares equal to the one sent."""
+    if not raw or (raw.get("kind") or "worker") == "worker":
+        return None
+    return Target.from_json(raw)
 
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """What a fire starts. `input` is any JSON value handed to the workflow."""
+    """What a fire starts. `input` is any JSON value handed to the workflow.
+
+    ``retry_policy`` and ``target`` are part of the action: an update that
+    sends an Action replaces them too, so read the schedule's action and
+    change it with ``dataclasses.replace`` to keep them.
+    """
 
     workflow_type: str
     workflow_class: str = ""
     input: Any = None
     execution_timeout_seconds: int | None = None
     run_timeout_seconds: int | None = None
+    retry_policy: RetryPolicy | None = None
+    target: Target | None = None
 
     @classmethod
     def from_json(cls, d: JSON) -> Action:
@@ -99,6 +234,8 @@ class Action:
             input=d.get("input"),
             execution_timeout_seconds=d.get("execution_timeout_seconds"),
             run_timeout_seconds=d.get("run_timeout_seconds"),
+            retry_policy=RetryPolicy.from_json(d["retry_policy"]) if d.get("retry_policy") else None,
+            target=_target(d.get("target")),
         )
 
     def to_json(self) -> JSON:
@@ -111,6 +248,10 @@ class Action:
             out["workflow_class"] = self.workflow_class
         if self.input is not None:
             out["input"] = self.input
+        if self.retry_policy is not None:
+            out["retry_policy"] = self.retry_policy.to_json()
+        if self.target is not None:
+            out["target"] = self.target.to_json()
         return out
 
 
@@ -208,6 +349,8 @@ class Schedule:
     last_skip_reason: str | None
     last_skipped_at: datetime | None
     next_fire_at: datetime | None
+    # Active with no occurrence left: end_at or the last at time passed.
+    ended: bool
     next_nominal_at: datetime | None
     last_fired_at: datetime | None
     latest_instance_id: str | None
@@ -257,6 +400,7 @@ class Schedule:
             last_skip_reason=d.get("last_skip_reason"),
             last_skipped_at=parse_optional_time(d.get("last_skipped_at")),
             next_fire_at=parse_optional_time(d.get("next_fire_at")),
+            ended=bool(d.get("ended", False)),
             next_nominal_at=parse_optional_time(d.get("next_nominal_at")),
             last_fired_at=parse_optional_time(d.get("last_fired_at")),
             latest_instance_id=d.get("latest_instance_id"),
@@ -388,6 +532,66 @@ class BackfillReport:
         return cls(d["outcome"], d["occurrences"], tuple(BackfillOccurrence.from_json(r) for r in d["results"]))
 
 
+def _time_or_none(raw: str | None) -> datetime | None:
+    return None if raw is None else parse_time(raw)
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillJob:
+    """A durable backfill job (SPEC §18): status is running, paused,
+    completed, cancelled or failed; ``eta`` is set while it runs."""
+
+    id: str
+    namespace: str
+    schedule_id: str
+    status: str
+    start: datetime
+    end: datetime
+    overlap_policy: str | None
+    max_per_minute: int | None
+    max_concurrent_runs: int | None
+    total: int
+    started: int
+    skipped: int
+    buffered: int
+    failed: int
+    remaining: int
+    cursor: datetime | None
+    eta: datetime | None
+    error: str | None
+    created_by: str
+    reason: str
+    created_at: datetime
+    finished_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in ("running", "paused")
+
+    @classmethod
+    def from_json(cls, d: JSON) -> BackfillJob:
+        return cls(
+            d["id"], d["namespace"], d["schedule_id"], d["status"], parse_time(d["from"]), parse_time(d["to"]),
+            d.get("overlap_policy"), d.get("max_per_minute"), d.get("max_concurrent_runs"),
+            d["total"], d["started"], d["skipped"], d["buffered"], d["failed"], d["remaining"],
+            _time_or_none(d.get("cursor")), _time_or_none(d.get("eta")), d.get("error"),
+            d.get("created_by", ""), d.get("reason", ""), parse_time(d["created_at"]), _time_or_none(d.get("finished_at")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillPage:
+    """One page of GET /backfills, newest first."""
+
+    backfills: tuple[BackfillJob, ...]
+    next_cursor: str | None
+    has_more: bool
+
+    @classmethod
+    def from_json(cls, d: JSON) -> BackfillPage:
+        return cls(tuple(BackfillJob.from_json(b) for b in d["backfills"]), d.get("next_cursor"), d["has_more"])
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """One execution of a workflow (CONTRACT §7)."""
@@ -482,3 +686,106 @@ class RunDetail:
     @classmethod
     def from_json(cls, d: JSON) -> RunDetail:
         return cls(Run.from_json(d), tuple(RunEvent.from_json(e) for e in d.get("history") or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleVersion:
+    """One version of a schedule (CONTRACT §15): its creation (n=1) or an update.
+
+    `source` is where it came from: console, api, cli, apply, revert (or
+    scheduler); `unrecorded_fields` are settings the audit stream does not
+    hold for it (recorded before versions existed)."""
+
+    n: int
+    sequence: int
+    event_type: str
+    recorded_at: datetime
+    actor: str
+    source: str
+    command_context: Mapping[str, Any] | None
+    changed_fields: tuple[str, ...]
+    reverted_to: int | None
+    unrecorded_fields: tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: JSON) -> ScheduleVersion:
+        return cls(
+            n=d["n"],
+            sequence=d["sequence"],
+            event_type=d["event_type"],
+            recorded_at=parse_time(d["recorded_at"]),
+            actor=d.get("actor") or "",
+            source=d.get("source") or "",
+            command_context=d.get("command_context"),
+            changed_fields=tuple(d.get("changed_fields") or ()),
+            reverted_to=d.get("reverted_to"),
+            unrecorded_fields=tuple(d.get("unrecorded_fields") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleVersionDetail:
+    """A version with its whole definition, in the shape `schedule export`
+    writes (and create accepts)."""
+
+    version: ScheduleVersion
+    definition: Mapping[str, Any]
+
+    @classmethod
+    def from_json(cls, d: JSON) -> ScheduleVersionDetail:
+        return cls(version=ScheduleVersion.from_json(d), definition=d.get("definition") or {})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldChange:
+    """One changed field, both values in the diff's display spelling."""
+
+    field: str
+    before: str
+    after: str
+
+    @classmethod
+    def from_json(cls, d: JSON) -> FieldChange:
+        return cls(field=d["field"], before=d.get("from", ""), after=d.get("to", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class VersionDiff:
+    """Two versions of a schedule compared field by field (only the changed ones)."""
+
+    schedule_id: str
+    from_version: int
+    to_version: int
+    changes: tuple[FieldChange, ...]
+
+    @classmethod
+    def from_json(cls, d: JSON) -> VersionDiff:
+        return cls(
+            schedule_id=d["schedule_id"],
+            from_version=d["from"],
+            to_version=d["to"],
+            changes=tuple(FieldChange.from_json(c) for c in d.get("changes") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RevertPlan:
+    """What a revert would do; empty `changed_fields` means nothing (the revert would be refused)."""
+
+    version: int
+    changed_fields: tuple[str, ...]
+    changes: tuple[FieldChange, ...]
+    fire_times_before: tuple[datetime, ...]
+    fire_times_after: tuple[datetime, ...]
+    schedule: Schedule
+
+    @classmethod
+    def from_json(cls, d: JSON) -> RevertPlan:
+        return cls(
+            version=d["version"],
+            changed_fields=tuple(d.get("changed_fields") or ()),
+            changes=tuple(FieldChange.from_json(c) for c in d.get("changes") or ()),
+            fire_times_before=tuple(parse_time(t) for t in d.get("fire_times_before") or ()),
+            fire_times_after=tuple(parse_time(t) for t in d.get("fire_times_after") or ()),
+            schedule=Schedule.from_json(d["schedule"]),
+        )

@@ -1,0 +1,481 @@
+package scheduling
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
+)
+
+// Fields is the one table of a schedule's top-level definition fields:
+// each is declared here once — its JSON key, whether null clears it, how
+// it is decoded, validated, read from and written to a schedule, and how
+// a diff shows it. Every surface derives from it: PATCH decoding
+// (DecodePatch, which the API, the console and the Go client's patches
+// share), the update and Create (an update of a full definition onto a
+// blank schedule), the diff (DiffFields, FieldValues), the console's edit
+// form (FieldPatch, ConsoleParts), the CLI's --clear (ClearNames) and the
+// nullable list of the wire (NullableKeys).
+//
+// The order is the display order: the console's edit form, then what only
+// the API can set. ScheduleUpdated.changed_fields lists fields in it.
+var Fields = []Field{
+	specField,
+	actionField,
+	valueField("overlap_policy", func(in *UpdateInput) **string { return &in.OverlapPolicy },
+		func(s *models.Schedule) *string { return &s.OverlapPolicy },
+		func(v *ValidationError, p string) {
+			if !validPolicy(p) {
+				v.Add("overlap_policy", policyMessage())
+			}
+		}, nil, func(p string) string { return p }),
+	valueField("jitter_seconds", func(in *UpdateInput) **int { return &in.JitterSeconds },
+		func(s *models.Schedule) *int { return &s.JitterSeconds }, validateJitter, nil, strconv.Itoa).clearsTo("0"),
+	maxRunsField,
+	nullableField("pause_after_failures", func(in *UpdateInput) *Nullable[int] { return &in.PauseAfterFailures },
+		func(s *models.Schedule) **int { return &s.PauseAfterFailures }, validatePauseAfterFailures, intText),
+	nullableField("catchup_window_seconds", func(in *UpdateInput) *Nullable[int] { return &in.CatchupWindowSeconds },
+		func(s *models.Schedule) **int { return &s.CatchupWindowSeconds }, validateCatchupWindow, intText),
+	nullableField("start_deadline_seconds", func(in *UpdateInput) *Nullable[int64] { return &in.StartDeadlineSeconds },
+		func(s *models.Schedule) **int64 { return &s.StartDeadlineSeconds }, validateStartDeadline, int64Text),
+	nullableField("connection", func(in *UpdateInput) *Nullable[string] { return &in.Connection },
+		func(s *models.Schedule) **string { return &s.Connection }, routeValidator("connection"), derefText),
+	nullableField("queue", func(in *UpdateInput) *Nullable[string] { return &in.Queue },
+		func(s *models.Schedule) **string { return &s.Queue }, routeValidator("queue"), derefText),
+	mapField("labels", func(in *UpdateInput) **map[string]string { return &in.Labels },
+		func(s *models.Schedule) *map[string]string { return &s.Labels },
+		func(v *ValidationError, m map[string]string) { validateStringMap(v, "labels", m) }),
+	mapField("memo", func(in *UpdateInput) **map[string]string { return &in.Memo },
+		func(s *models.Schedule) *map[string]string { return &s.Memo }, validateMemo),
+	mapField("search_attributes", func(in *UpdateInput) **map[string]string { return &in.SearchAttributes },
+		func(s *models.Schedule) *map[string]string { return &s.SearchAttributes },
+		func(v *ValidationError, m map[string]string) { validateStringMap(v, "search_attributes", m) }).apiOnly(),
+	valueField("note", func(in *UpdateInput) **string { return &in.Note },
+		func(s *models.Schedule) *string { return &s.Note }, validateNote, nil, func(n string) string { return n }).clearsTo(`""`),
+}
+
+// The inputs of Create and Update hold each field in a slot of its own,
+// here beside the table, so a field is declared in this file only.
+
+// Nullable is an update of a field that may be set to null: Set says the
+// caller gave the field at all, Value nil means "clear it".
+type Nullable[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// UpdateInput is a partial update: nil pointers (and unset Nullables) leave
+// their field alone; Spec and Action replace the whole object when given.
+type UpdateInput struct {
+	Spec                 *models.Spec
+	Action               *models.Action
+	OverlapPolicy        *string
+	JitterSeconds        *int
+	MaxRuns              Nullable[int64]
+	Connection           Nullable[string]
+	Queue                Nullable[string]
+	Labels               *map[string]string
+	Memo                 *map[string]string
+	SearchAttributes     *map[string]string
+	Note                 *string
+	PauseAfterFailures   Nullable[int]
+	CatchupWindowSeconds Nullable[int]
+	// StartDeadlineSeconds applies to runs started after the change.
+	StartDeadlineSeconds Nullable[int64]
+}
+
+// CreateInput is everything a new schedule may be given.
+type CreateInput struct {
+	Namespace        string
+	ScheduleID       string // generated "sch-<ulid>" when empty
+	Spec             models.Spec
+	Action           models.Action
+	OverlapPolicy    string // default skip
+	JitterSeconds    int
+	MaxRuns          *int64
+	Connection       *string
+	Queue            *string
+	Labels           map[string]string
+	Memo             map[string]string
+	SearchAttributes map[string]string
+	Note             string
+	Paused           bool
+	// PauseAfterFailures pauses the schedule after that many consecutive
+	// unsuccessful runs (1-100); nil never does.
+	PauseAfterFailures *int
+	// CatchupWindowSeconds is the missed-fire policy; nil is Part I's rule.
+	CatchupWindowSeconds *int
+	// StartDeadlineSeconds reports a run still pending that long after its
+	// occurrence (run_not_started); nil never does.
+	StartDeadlineSeconds *int64
+}
+
+// definition is in's fields as an update of every one of them (define
+// applies it to a blank schedule); the overlap policy defaults to skip.
+func (in CreateInput) definition() UpdateInput {
+	if in.OverlapPolicy == "" {
+		in.OverlapPolicy = OverlapSkip
+	}
+	return UpdateInput{Spec: &in.Spec, Action: &in.Action, OverlapPolicy: &in.OverlapPolicy,
+		JitterSeconds: &in.JitterSeconds, MaxRuns: Nullable[int64]{Set: true, Value: in.MaxRuns},
+		Connection: Nullable[string]{Set: true, Value: in.Connection}, Queue: Nullable[string]{Set: true, Value: in.Queue},
+		Labels: &in.Labels, Memo: &in.Memo, SearchAttributes: &in.SearchAttributes, Note: &in.Note,
+		PauseAfterFailures:   Nullable[int]{Set: true, Value: in.PauseAfterFailures},
+		CatchupWindowSeconds: Nullable[int]{Set: true, Value: in.CatchupWindowSeconds},
+		StartDeadlineSeconds: Nullable[int64]{Set: true, Value: in.StartDeadlineSeconds}}
+}
+
+// Field is one top-level field of a schedule definition (see Fields).
+type Field struct {
+	// Key is the field's JSON key in the schedule, create, PATCH and
+	// apply documents, and its name in changed_fields.
+	Key string
+	// Nullable fields are cleared by an explicit null (PATCH, --clear);
+	// null is refused for the others.
+	Nullable bool
+	// Parts are the names the diff shows the field under, in order: the
+	// key itself, or the parts of spec and action.
+	Parts []string
+	// Console marks a field the console's edit form has inputs for.
+	Console bool
+	// ClearJSON is the value `schedule update --clear KEY` sends for a
+	// field that is not nullable ("" when it has none).
+	ClearJSON string
+
+	decode func(raw json.RawMessage, in *UpdateInput) error
+	given  func(in *UpdateInput) bool
+	copy   func(from *models.Schedule, in *UpdateInput)
+	check  func(u *applying)
+	apply  func(u *applying) bool
+	texts  func(s *models.Schedule, out map[string]string)
+}
+
+// applying is one update in progress: the schedule, the input, the field
+// errors so far and the spec compiled by its check.
+type applying struct {
+	svc      *Service // the target rules depend on serve's flags
+	sch      *models.Schedule
+	in       *UpdateInput
+	v        *ValidationError
+	compiled *timespec.CompiledSpec
+}
+
+func (f Field) clearsTo(value string) Field { f.ClearJSON = value; return f }
+func (f Field) apiOnly() Field              { f.Console = false; return f }
+
+// FieldByKey returns the field of key.
+func FieldByKey(key string) (Field, bool) {
+	for _, f := range Fields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// NullableKeys are the keys of the fields an explicit null clears.
+func NullableKeys() []string {
+	var out []string
+	for _, f := range Fields {
+		if f.Nullable {
+			out = append(out, f.Key)
+		}
+	}
+	return out
+}
+
+// FieldKeys are the keys of every field, in table order.
+func FieldKeys() []string {
+	out := make([]string, len(Fields))
+	for i, f := range Fields {
+		out[i] = f.Key
+	}
+	return out
+}
+
+// ConsoleParts are the diff parts the console's edit form has inputs for,
+// in form order, with the field each belongs to.
+func ConsoleParts() []FieldPart {
+	var out []FieldPart
+	for _, f := range Fields {
+		if f.Console {
+			for _, p := range f.Parts {
+				out = append(out, FieldPart{Part: p, Field: f.Key})
+			}
+		}
+	}
+	return out
+}
+
+// FieldPart is one diff part and the field it belongs to.
+type FieldPart struct{ Part, Field string }
+
+// Given reports whether in sets this field.
+func (f Field) Given(in UpdateInput) bool { return f.given(&in) }
+
+// FieldDecodeError is a PATCH value that is not JSON of the field's type
+// (the API answers 400 invalid_json with Err described).
+type FieldDecodeError struct {
+	Key string
+	Err error
+}
+
+func (e *FieldDecodeError) Error() string { return fmt.Sprintf("decode field %q: %v", e.Key, e.Err) }
+func (e *FieldDecodeError) Unwrap() error { return e.Err }
+
+// UnknownFieldError is a PATCH key no field has.
+type UnknownFieldError struct{ Key string }
+
+func (e *UnknownFieldError) Error() string { return fmt.Sprintf("unknown field %q", e.Key) }
+
+// DecodePatch reads a PATCH document field by field, so that an absent
+// field and an explicit null differ: null clears a nullable field and is
+// refused (a 422 naming the field) for the others.
+func DecodePatch(raw map[string]json.RawMessage) (UpdateInput, error) {
+	var in UpdateInput
+	for key, value := range raw {
+		f, ok := FieldByKey(key)
+		if !ok {
+			return in, &UnknownFieldError{Key: key}
+		}
+		if string(value) == "null" && !f.Nullable {
+			return in, NewValidationError(key, "cannot be null; leave the field out to keep it")
+		}
+		if err := f.decode(value, &in); err != nil {
+			return in, &FieldDecodeError{Key: key, Err: err}
+		}
+	}
+	return in, nil
+}
+
+// FieldPatch is the update that sets the fields named by keys to their
+// values in from (the console's edit form: the fields whose parts
+// changed).
+func FieldPatch(from *models.Schedule, keys []string) UpdateInput {
+	var in UpdateInput
+	for _, f := range Fields {
+		for _, k := range keys {
+			if k == f.Key {
+				f.copy(from, &in)
+				break
+			}
+		}
+	}
+	return in
+}
+
+// definitionOf is every field of from as an update: applied to a blank
+// schedule, it makes one with from's definition.
+func definitionOf(from *models.Schedule) UpdateInput {
+	var in UpdateInput
+	for _, f := range Fields {
+		f.copy(from, &in)
+	}
+	return in
+}
+
+// strictJSON decodes data into dst, refusing keys dst has no field for.
+func strictJSON(data []byte, dst any) error {
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(dst)
+}
+
+// valueField is a field that always has a value (null is refused): slot is
+// where an update holds it (nil: not given), at where a schedule does.
+func valueField[T any](key string, slot func(*UpdateInput) **T, at func(*models.Schedule) *T,
+	validate func(*ValidationError, T), normalize func(T) T, text func(T) string) Field {
+	norm := func(v T) T {
+		if normalize != nil {
+			return normalize(v)
+		}
+		return v
+	}
+	return Field{Key: key, Parts: []string{key}, Console: true,
+		decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, slot(in)) },
+		given:  func(in *UpdateInput) bool { return *slot(in) != nil },
+		copy: func(from *models.Schedule, in *UpdateInput) {
+			v := *at(from)
+			*slot(in) = &v
+		},
+		check: func(u *applying) {
+			if p := *slot(u.in); p != nil {
+				validate(u.v, *p)
+			}
+		},
+		apply: func(u *applying) bool {
+			p := *slot(u.in)
+			if p == nil {
+				return false
+			}
+			v := norm(*p)
+			if reflect.DeepEqual(*at(u.sch), v) {
+				return false
+			}
+			*at(u.sch) = v
+			return true
+		},
+		texts: func(s *models.Schedule, out map[string]string) { out[key] = text(*at(s)) },
+	}
+}
+
+// nullableField is a field an explicit null clears.
+func nullableField[T any](key string, slot func(*UpdateInput) *Nullable[T], at func(*models.Schedule) **T,
+	validate func(*ValidationError, *T), text func(*T) string) Field {
+	return Field{Key: key, Nullable: true, Parts: []string{key}, Console: true,
+		decode: func(raw json.RawMessage, in *UpdateInput) error {
+			n := slot(in)
+			n.Set = true
+			return strictJSON(raw, &n.Value)
+		},
+		given: func(in *UpdateInput) bool { return slot(in).Set },
+		copy: func(from *models.Schedule, in *UpdateInput) {
+			*slot(in) = Nullable[T]{Set: true, Value: *at(from)}
+		},
+		check: func(u *applying) {
+			if n := slot(u.in); n.Set {
+				validate(u.v, n.Value)
+			}
+		},
+		apply: func(u *applying) bool {
+			n := slot(u.in)
+			if !n.Set || reflect.DeepEqual(*at(u.sch), n.Value) {
+				return false
+			}
+			*at(u.sch) = n.Value
+			return true
+		},
+		texts: func(s *models.Schedule, out map[string]string) { out[key] = text(*at(s)) },
+	}
+}
+
+// mapField is a string map; absent is stored as {}.
+func mapField(key string, slot func(*UpdateInput) **map[string]string, at func(*models.Schedule) *map[string]string,
+	validate func(*ValidationError, map[string]string)) Field {
+	return valueField(key, slot, at, validate, nonNilMap, pairsText).clearsTo("{}")
+}
+
+func routeValidator(field string) func(*ValidationError, *string) {
+	return func(v *ValidationError, value *string) { validateRoute(v, field, value) }
+}
+
+// maxRunsField: a new limit must exceed the runs already started, and
+// the remaining budget follows it.
+var maxRunsField = func() Field {
+	f := nullableField("max_runs", func(in *UpdateInput) *Nullable[int64] { return &in.MaxRuns },
+		func(s *models.Schedule) **int64 { return &s.MaxRuns }, validateMaxRuns, int64Text)
+	check, apply := f.check, f.apply
+	f.check = func(u *applying) {
+		check(u)
+		if m := u.in.MaxRuns.Value; u.in.MaxRuns.Set && m != nil && *m >= 1 && *m <= u.sch.FiresCount {
+			u.v.Add("max_runs", fmt.Sprintf("must exceed the %d runs already started", u.sch.FiresCount))
+		}
+	}
+	f.apply = func(u *applying) bool {
+		if !apply(u) {
+			return false
+		}
+		u.sch.RemainingActions = nil
+		if m := u.sch.MaxRuns; m != nil {
+			remaining := *m - u.sch.FiresCount
+			u.sch.RemainingActions = &remaining
+		}
+		return true
+	}
+	return f
+}()
+
+// specField is replaced whole; its timezone defaults to UTC, and its
+// check compiles it (the compiled spec times the next fire).
+var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "intervals", "timezone", "start_at", "end_at", "at"}, Console: true,
+	decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, &in.Spec) },
+	given:  func(in *UpdateInput) bool { return in.Spec != nil },
+	copy: func(from *models.Schedule, in *UpdateInput) {
+		spec := from.Spec
+		in.Spec = &spec
+	},
+	check: func(u *applying) {
+		if u.in.Spec == nil {
+			return
+		}
+		if u.in.Spec.Timezone == "" {
+			spec := *u.in.Spec
+			spec.Timezone = "UTC"
+			u.in.Spec = &spec
+		}
+		u.compiled = compileField(u.v, *u.in.Spec)
+	},
+	apply: func(u *applying) bool {
+		if u.in.Spec == nil {
+			return false
+		}
+		spec := normalizeSpec(*u.in.Spec)
+		if sameJSON(u.sch.Spec, spec) {
+			return false
+		}
+		u.sch.Spec = spec
+		return true
+	},
+	texts: func(s *models.Schedule, out map[string]string) {
+		ivs := make([]string, 0, len(s.Spec.Intervals))
+		for _, iv := range s.Spec.Intervals {
+			ivs = append(ivs, strings.TrimSpace(iv.Every+" "+iv.Offset))
+		}
+		tz := s.Spec.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		out["cron_expressions"], out["intervals"], out["timezone"] = strings.Join(s.Spec.CronExpressions, ", "), strings.Join(ivs, ", "), tz
+		out["start_at"], out["end_at"], out["at"] = s.Spec.StartAt, s.Spec.EndAt, strings.Join(s.Spec.At, ", ")
+	},
+}
+
+// actionField is replaced whole; its retry policy takes its defaults.
+var actionField = Field{Key: "action", Console: true,
+	Parts:  []string{"workflow_type", "workflow_class", "input", "execution_timeout_seconds", "run_timeout_seconds", "retry_policy", "target"},
+	decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, &in.Action) },
+	given:  func(in *UpdateInput) bool { return in.Action != nil },
+	copy: func(from *models.Schedule, in *UpdateInput) {
+		action := from.Action
+		in.Action = &action
+	},
+	check: func(u *applying) {
+		if u.in.Action == nil {
+			return
+		}
+		action := *u.in.Action
+		action.RetryPolicy = normalizeRetryPolicy(action.RetryPolicy)
+		action.Target = normalizeTarget(action.Target)
+		u.in.Action = &action
+		validateAction(u.v, action)
+		// The stored target is the blank schedule's none on create.
+		u.svc.checkTarget(u.v, action.Target, u.sch.Action.Target)
+	},
+	apply: func(u *applying) bool {
+		if u.in.Action == nil || sameJSON(u.sch.Action, *u.in.Action) {
+			return false
+		}
+		u.sch.Action = *u.in.Action
+		return true
+	},
+	texts: func(s *models.Schedule, out map[string]string) {
+		input := ""
+		if len(s.Action.Input) > 0 {
+			// Through `any` and back, as Update compares (1 == 1.0; key order).
+			input = string(s.Action.Input)
+			var doc any
+			if json.Unmarshal(s.Action.Input, &doc) == nil {
+				if raw, err := json.Marshal(doc); err == nil {
+					input = string(raw)
+				}
+			}
+		}
+		out["workflow_type"], out["workflow_class"], out["input"] = s.Action.WorkflowType, s.Action.WorkflowClass, input
+		out["execution_timeout_seconds"], out["run_timeout_seconds"] = int64Text(s.Action.ExecutionTimeoutSeconds), int64Text(s.Action.RunTimeoutSeconds)
+		out["retry_policy"], out["target"] = retryPolicyText(s.Action.RetryPolicy), TargetText(s.Action.Target)
+	},
+}

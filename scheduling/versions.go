@@ -1,0 +1,562 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Versions of a schedule (CONTRACT §16): every ScheduleCreated and
+// ScheduleUpdated of its audit stream is a version, numbered 1, 2, 3… in
+// stream order. Nothing else stores them: a version is read from its event,
+// and a revert is an ordinary update recorded like any other.
+
+// Settings are the definition fields beyond spec, action and overlap policy,
+// named as changed_fields names them. ScheduleCreated and ScheduleUpdated
+// carry them whole since versions exist, so every later version reads from
+// its own event; events recorded before hold only spec, action and policy,
+// and replay (below) recovers the rest where the stream allows.
+//
+// settingsOf, applyTo and input are the three translations of this struct;
+// apijson's test checks that its keys with spec, action and overlap_policy
+// are exactly PATCH's fields, so a field added there cannot be forgotten here.
+type Settings struct {
+	JitterSeconds        int               `json:"jitter_seconds"`
+	MaxRuns              *int64            `json:"max_runs"`
+	Connection           *string           `json:"connection"`
+	Queue                *string           `json:"queue"`
+	Labels               map[string]string `json:"labels"`
+	Memo                 map[string]string `json:"memo"`
+	SearchAttributes     map[string]string `json:"search_attributes"`
+	Note                 string            `json:"note"`
+	PauseAfterFailures   *int              `json:"pause_after_failures"`
+	CatchupWindowSeconds *int              `json:"catchup_window_seconds"`
+	StartDeadlineSeconds *int64            `json:"start_deadline_seconds"`
+}
+
+func settingsOf(s *models.Schedule) *Settings {
+	return &Settings{JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, Connection: s.Connection, Queue: s.Queue,
+		Labels: nonNilMap(s.Labels), Memo: nonNilMap(s.Memo), SearchAttributes: nonNilMap(s.SearchAttributes), Note: s.Note,
+		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds,
+		StartDeadlineSeconds: s.StartDeadlineSeconds}
+}
+
+func (st *Settings) applyTo(s *models.Schedule) {
+	s.JitterSeconds, s.MaxRuns, s.Connection, s.Queue = st.JitterSeconds, st.MaxRuns, st.Connection, st.Queue
+	s.Labels, s.Memo, s.SearchAttributes = nonNilMap(st.Labels), nonNilMap(st.Memo), nonNilMap(st.SearchAttributes)
+	s.Note, s.PauseAfterFailures, s.CatchupWindowSeconds = st.Note, st.PauseAfterFailures, st.CatchupWindowSeconds
+	s.StartDeadlineSeconds = st.StartDeadlineSeconds
+}
+
+// input sets every setting in an update.
+func (st *Settings) input(in *UpdateInput) {
+	labels, memo, attrs := nonNilMap(st.Labels), nonNilMap(st.Memo), nonNilMap(st.SearchAttributes)
+	jitter, note := st.JitterSeconds, st.Note
+	in.JitterSeconds, in.Note = &jitter, &note
+	in.MaxRuns = Nullable[int64]{Set: true, Value: st.MaxRuns}
+	in.Connection = Nullable[string]{Set: true, Value: st.Connection}
+	in.Queue = Nullable[string]{Set: true, Value: st.Queue}
+	in.Labels, in.Memo, in.SearchAttributes = &labels, &memo, &attrs
+	in.PauseAfterFailures = Nullable[int]{Set: true, Value: st.PauseAfterFailures}
+	in.CatchupWindowSeconds = Nullable[int]{Set: true, Value: st.CatchupWindowSeconds}
+	in.StartDeadlineSeconds = Nullable[int64]{Set: true, Value: st.StartDeadlineSeconds}
+}
+
+// SettingFields are the JSON names of Settings, in declaration order.
+var SettingFields = func() []string {
+	t := reflect.TypeFor[Settings]()
+	out := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
+}()
+
+// updatedPayload is the ScheduleUpdated of an update that left s so.
+func updatedPayload(s *models.Schedule, changed []string) *UpdatedPayload {
+	return &UpdatedPayload{ChangedFields: changed, Spec: s.Spec, Action: s.Action, OverlapPolicy: s.OverlapPolicy,
+		NextFireAt: InstantOf(s.NextFireAt), Settings: settingsOf(s)}
+}
+
+// Where a version came from (Version.Source): the command context's source,
+// with the console's "ui" spelled "console", and "revert" for a revert from
+// any surface (its command context still says which).
+const (
+	SourceConsole   = "console"
+	SourceAPI       = "api"
+	SourceCLI       = "cli"
+	SourceApply     = "apply"
+	SourceRevert    = "revert"
+	SourceScheduler = "scheduler"
+)
+
+// ManagedByLabel=ManagedByApply marks the schedules `schedule apply` keeps;
+// drift is looked for among them.
+const (
+	ManagedByLabel = "tideline.dev/managed-by"
+	ManagedByApply = "apply"
+)
+
+// Version is one version of a schedule.
+type Version struct {
+	N          int64
+	Sequence   int64 // of its event in the audit stream
+	EventType  string
+	RecordedAt time.Time
+	Context    *CommandContext // nil when the event recorded none
+	Source     string          // a Source… constant, or the context's own source, "" for none
+	// ChangedFields are the fields this version changed (none for the
+	// first, which created them all).
+	ChangedFields []string
+	RevertedTo    *int64
+	// Schedule is the schedule as this version defined it: identity and
+	// state are today's, the definition (spec, action, policy, settings)
+	// the version's. Unrecorded settings are left empty.
+	Schedule *models.Schedule
+	// Unrecorded lists the settings the audit stream does not hold for this
+	// version: set before versions existed and changed later by an update
+	// that also predates them. Reverting leaves them as they are.
+	Unrecorded []string
+	// known are the settings the stream holds, by JSON name.
+	known map[string]json.RawMessage
+}
+
+// Author is who made the version: the actor, else the surface.
+func (v *Version) Author() string { return v.Context.author() }
+
+// Versions lists every version of a schedule, oldest first. It answers for
+// deleted schedules, like History. The events are read through the index
+// on non-trigger events (migration 0011), so a stream of a million fires
+// costs what a stream of none does.
+func (s *Service) Versions(ctx context.Context, namespace, scheduleID string) ([]Version, error) {
+	sch, err := s.Get(ctx, namespace, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	return versionsOf(ctx, s.db, sch)
+}
+
+// Version returns version n of a schedule.
+func (s *Service) Version(ctx context.Context, namespace, scheduleID string, n int64) (*Version, error) {
+	versions, err := s.Versions(ctx, namespace, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	return pickVersion(versions, scheduleID, n)
+}
+
+func versionsOf(ctx context.Context, db bun.IDB, sch *models.Schedule) ([]Version, error) {
+	events, err := models.ListVersionEvents(ctx, db, []string{sch.ID})
+	if err != nil {
+		return nil, err
+	}
+	return replay(sch, events)
+}
+
+func pickVersion(versions []Version, scheduleID string, n int64) (*Version, error) {
+	if n < 1 || n > int64(len(versions)) {
+		return nil, &NotFoundError{Code: CodeVersionNotFound,
+			Message: fmt.Sprintf("schedule %q has no version %d (it has %d)", scheduleID, n, len(versions))}
+	}
+	return &versions[n-1], nil
+}
+
+// versionEvent is what one version's event says.
+type versionEvent struct {
+	ev       *models.ScheduleEvent
+	spec     models.Spec
+	action   models.Action
+	policy   string
+	changed  []string
+	reverted *int64
+	cc       *CommandContext
+	settings map[string]json.RawMessage // nil: recorded before versions
+}
+
+func readVersionEvent(ev *models.ScheduleEvent) (versionEvent, error) {
+	out := versionEvent{ev: ev}
+	p, err := DecodePayload(ev.EventType, ev.Payload)
+	if err != nil {
+		return out, err
+	}
+	switch p := p.(type) {
+	case *CreatedPayload:
+		out.spec, out.action, out.policy, out.cc = p.Spec, p.Action, p.OverlapPolicy, p.CommandContext
+	case *UpdatedPayload:
+		out.spec, out.action, out.policy, out.cc = p.Spec, p.Action, p.OverlapPolicy, p.CommandContext
+		out.changed, out.reverted = p.ChangedFields, p.RevertedTo
+	default:
+		return out, fmt.Errorf("event %d is a %s, not a version", ev.Sequence, ev.EventType)
+	}
+	var raw struct {
+		Settings map[string]json.RawMessage `json:"settings"`
+	}
+	if err := json.Unmarshal(ev.Payload, &raw); err != nil {
+		return out, fmt.Errorf("decode settings of event %d: %w", ev.Sequence, err)
+	}
+	out.settings = raw.Settings
+	return out, nil
+}
+
+// replay turns a schedule's version events (oldest first) into versions.
+// Spec, action and policy are in every event. Settings are in every event
+// since versions; for older events, a setting is known where the stream
+// proves it: going forward, a setting an update did not change keeps the
+// previous version's value; going back, it had the next version's value
+// (the current schedule stands after the last one). What neither proves —
+// a value overwritten by an old update — is Unrecorded.
+func replay(current *models.Schedule, events []models.ScheduleEvent) ([]Version, error) {
+	read := make([]versionEvent, len(events))
+	for i := range events {
+		var err error
+		if read[i], err = readVersionEvent(&events[i]); err != nil {
+			return nil, fmt.Errorf("read versions of %s: %w", current.ScheduleID, err)
+		}
+	}
+	unchanged := func(m map[string]json.RawMessage, changed []string) map[string]json.RawMessage {
+		out := make(map[string]json.RawMessage, len(m))
+		for k, v := range m {
+			if !slices.Contains(changed, k) {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	forward := make([]map[string]json.RawMessage, len(read))
+	for i, e := range read {
+		switch {
+		case e.settings != nil:
+			forward[i] = e.settings
+		case i == 0:
+			forward[i] = map[string]json.RawMessage{}
+		default:
+			forward[i] = unchanged(forward[i-1], e.changed)
+		}
+	}
+	backward := make([]map[string]json.RawMessage, len(read))
+	for i := len(read) - 1; i >= 0; i-- {
+		switch {
+		case read[i].settings != nil:
+			backward[i] = read[i].settings
+		case i == len(read)-1:
+			now, err := settingsMap(settingsOf(current))
+			if err != nil {
+				return nil, err
+			}
+			backward[i] = now
+		default:
+			backward[i] = unchanged(backward[i+1], read[i+1].changed)
+		}
+	}
+	out := make([]Version, len(read))
+	for i, e := range read {
+		known := make(map[string]json.RawMessage, len(SettingFields))
+		for k, v := range backward[i] {
+			known[k] = v
+		}
+		for k, v := range forward[i] {
+			known[k] = v
+		}
+		sch := *current
+		sch.Spec, sch.Action, sch.OverlapPolicy = e.spec, e.action, e.policy
+		var st Settings
+		if err := decodeSettings(known, &st); err != nil {
+			return nil, fmt.Errorf("read version %d of %s: %w", i+1, current.ScheduleID, err)
+		}
+		st.applyTo(&sch)
+		v := Version{N: int64(i + 1), Sequence: e.ev.Sequence, EventType: e.ev.EventType, RecordedAt: e.ev.RecordedAt,
+			Context: e.cc, Source: versionSource(e.cc, e.reverted), ChangedFields: e.changed, RevertedTo: e.reverted,
+			Schedule: &sch, known: known}
+		if v.ChangedFields == nil {
+			v.ChangedFields = []string{}
+		}
+		for _, f := range SettingFields {
+			if _, ok := known[f]; !ok {
+				v.Unrecorded = append(v.Unrecorded, f)
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func settingsMap(st *Settings) (map[string]json.RawMessage, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode settings: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("decode settings: %w", err)
+	}
+	return m, nil
+}
+
+func decodeSettings(m map[string]json.RawMessage, st *Settings) error {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode settings: %w", err)
+	}
+	if err := json.Unmarshal(raw, st); err != nil {
+		return fmt.Errorf("decode settings: %w", err)
+	}
+	return nil
+}
+
+func versionSource(cc *CommandContext, reverted *int64) string {
+	switch {
+	case reverted != nil:
+		return SourceRevert
+	case cc == nil:
+		return ""
+	case cc.Source == "ui":
+		return SourceConsole
+	}
+	return cc.Source
+}
+
+// revertInput is the update that takes current back to version v: every
+// field the version records, the unrecorded ones left as they are.
+func revertInput(v *Version, current *models.Schedule) (UpdateInput, error) {
+	merged, err := settingsMap(settingsOf(current))
+	if err != nil {
+		return UpdateInput{}, err
+	}
+	for k, raw := range v.known {
+		merged[k] = raw
+	}
+	var st Settings
+	if err := decodeSettings(merged, &st); err != nil {
+		return UpdateInput{}, err
+	}
+	spec, action, policy := v.Schedule.Spec, v.Schedule.Action, v.Schedule.OverlapPolicy
+	in := UpdateInput{Spec: &spec, Action: &action, OverlapPolicy: &policy}
+	st.input(&in)
+	return in, nil
+}
+
+// RevertPlan is what reverting to a version would do, written nowhere: the
+// console's confirm page.
+type RevertPlan struct {
+	Version *Version
+	// Plan's ChangedFields are empty when the schedule already matches the
+	// version (a revert would be refused with no_change).
+	Plan *UpdatePlan
+	// FireTimesBefore and FireTimesAfter are the next five canonical fire
+	// times now and after the revert (none while paused).
+	FireTimesBefore, FireTimesAfter []time.Time
+}
+
+// PlanRevert validates a revert to version n as Revert does and reports
+// what it would change.
+func (s *Service) PlanRevert(ctx context.Context, namespace, scheduleID string, n int64) (*RevertPlan, error) {
+	before, err := s.Get(ctx, namespace, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	versions, err := versionsOf(ctx, s.db, before)
+	if err != nil {
+		return nil, err
+	}
+	v, err := pickVersion(versions, scheduleID, n)
+	if err != nil {
+		return nil, err
+	}
+	in, err := revertInput(v, before)
+	if err != nil {
+		return nil, err
+	}
+	after := *before
+	changed, err := s.applyUpdate(&after, in, s.now())
+	if err != nil {
+		return nil, err
+	}
+	plan := &RevertPlan{Version: v, Plan: &UpdatePlan{Schedule: &after, ChangedFields: changed, Changes: DiffSchedules(before, &after)}}
+	plan.FireTimesBefore = s.fireTimes(before)
+	plan.FireTimesAfter = s.fireTimes(&after)
+	return plan, nil
+}
+
+// fireTimes are the next five canonical fire times of a schedule that can
+// fire; none for a paused or deleted one.
+func (s *Service) fireTimes(sch *models.Schedule) []time.Time {
+	if sch.Status != models.StatusActive {
+		return []time.Time{}
+	}
+	return s.describe(sch).FutureFireTimes
+}
+
+// Revert updates a schedule back to the definition of version n: an
+// ordinary update (validated as one, recorded as ScheduleUpdated) whose
+// payload says reverted_to: n. Paused or active stays as it is, like
+// apply: pausing is an operator's act, not part of a definition. A revert
+// that would change nothing is refused (409 no_change). The version is
+// read under the schedule's row lock, so concurrent edits and reverts
+// queue and each reads the stream its predecessor left.
+func (s *Service) Revert(ctx context.Context, namespace, scheduleID string, n int64, cc *CommandContext) (*models.Schedule, error) {
+	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
+		if sch.Status == models.StatusDeleted {
+			return conflict(CodeScheduleDeleted, "schedule %q is deleted and cannot be reverted", scheduleID)
+		}
+		versions, err := versionsOf(ctx, tx, &sch.Schedule)
+		if err != nil {
+			return err
+		}
+		v, err := pickVersion(versions, scheduleID, n)
+		if err != nil {
+			return err
+		}
+		in, err := revertInput(v, &sch.Schedule)
+		if err != nil {
+			return err
+		}
+		changed, err := s.applyUpdate(&sch.Schedule, in, rec.now)
+		if err != nil {
+			return err
+		}
+		if len(changed) == 0 {
+			return conflict(CodeNoChange, "schedule %q already matches version %d: a revert would change nothing", scheduleID, n)
+		}
+		p := updatedPayload(&sch.Schedule, changed)
+		p.RevertedTo = &n
+		return rec.record(ctx, &sch.Schedule, p, "", "")
+	})
+}
+
+// FieldComparison is one field of two versions side by side.
+type FieldComparison struct {
+	Field    string
+	From, To string // display spelling (FieldValues)
+	Changed  bool
+	// Unrecorded: the stream does not hold this field for one of the two.
+	Unrecorded bool
+}
+
+// VersionDiff compares two versions of a schedule field by field.
+type VersionDiff struct {
+	From, To *Version
+	Fields   []FieldComparison // every field of DiffFields, in its order
+	Changes  []FieldChange     // the changed ones
+}
+
+// DiffVersions compares versions from and to of a schedule (either order).
+func (s *Service) DiffVersions(ctx context.Context, namespace, scheduleID string, from, to int64) (*VersionDiff, error) {
+	versions, err := s.Versions(ctx, namespace, scheduleID)
+	if err != nil {
+		return nil, err
+	}
+	a, err := pickVersion(versions, scheduleID, from)
+	if err != nil {
+		return nil, err
+	}
+	b, err := pickVersion(versions, scheduleID, to)
+	if err != nil {
+		return nil, err
+	}
+	d := &VersionDiff{From: a, To: b, Changes: []FieldChange{}}
+	va, vb := FieldValues(a.Schedule), FieldValues(b.Schedule)
+	for _, f := range DiffFields {
+		c := FieldComparison{Field: f, From: va[f], To: vb[f], Unrecorded: slices.Contains(a.Unrecorded, f) || slices.Contains(b.Unrecorded, f)}
+		c.Changed = !c.Unrecorded && c.From != c.To
+		if c.Changed {
+			d.Changes = append(d.Changes, FieldChange{Field: f, From: c.From, To: c.To})
+		}
+		d.Fields = append(d.Fields, c)
+	}
+	return d, nil
+}
+
+// Drift is whether a schedule kept by apply was edited outside it: its
+// latest version is not apply's, though an earlier one is. A revert counts
+// as such an edit (the file was not applied). Schedules apply never wrote
+// have no drift.
+type Drift struct {
+	Drifted bool
+	// LastApply is the number of the last version apply wrote (0: none);
+	// Latest the newest version's number, Source and Author.
+	LastApply      int64
+	Latest         int64
+	LatestSource   string
+	LatestAuthor   string
+	LatestRecorded time.Time
+}
+
+// DriftOf reports the drift of the given schedules (one query, through the
+// index of non-trigger events), keyed by schedule ULID; schedules not
+// labelled as managed by apply are left out.
+func (s *Service) DriftOf(ctx context.Context, schedules []models.Schedule) (map[string]Drift, error) {
+	var ids []string
+	for i := range schedules {
+		if schedules[i].Labels[ManagedByLabel] == ManagedByApply {
+			ids = append(ids, schedules[i].ID)
+		}
+	}
+	out := map[string]Drift{}
+	for chunk := range slices.Chunk(ids, 500) {
+		events, err := models.ListVersionEvents(ctx, s.db, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for i := range events {
+			e, err := readVersionEvent(&events[i])
+			if err != nil {
+				return nil, fmt.Errorf("read drift: %w", err)
+			}
+			d := out[events[i].WorkflowScheduleID]
+			d.Latest++
+			d.LatestSource = versionSource(e.cc, e.reverted)
+			d.LatestAuthor = e.cc.author()
+			d.LatestRecorded = events[i].RecordedAt
+			if d.LatestSource == SourceApply {
+				d.LastApply = d.Latest
+			}
+			d.Drifted = d.LastApply > 0 && d.Latest > d.LastApply
+			out[events[i].WorkflowScheduleID] = d
+		}
+	}
+	return out, nil
+}
+
+// MaxDriftScan bounds how many schedules labelled as managed by apply one
+// Drifted call examines.
+const MaxDriftScan = 10_000
+
+// Drifted lists the live schedules of a namespace that drifted from their
+// last apply (Drift), by schedule ID, with their drift; it examines the
+// schedules labelled as managed by apply, at most MaxDriftScan of them.
+func (s *Service) Drifted(ctx context.Context, namespace string) ([]models.Schedule, map[string]Drift, error) {
+	f := ListFilter{Namespace: namespace, Label: ManagedByLabel + "=" + ManagedByApply, Limit: MaxListLimit}
+	var drifted []models.Schedule
+	drift := map[string]Drift{}
+	for seen := 0; seen < MaxDriftScan; {
+		page, err := s.List(ctx, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		seen += len(page.Schedules)
+		d, err := s.DriftOf(ctx, page.Schedules)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, sch := range page.Schedules {
+			if d[sch.ID].Drifted {
+				drifted = append(drifted, sch)
+				drift[sch.ID] = d[sch.ID]
+			}
+		}
+		if !page.HasMore || page.NextCursor == "" {
+			break
+		}
+		f.Cursor = page.NextCursor
+	}
+	return drifted, drift, nil
+}
