@@ -45,7 +45,7 @@ func TestBackfillOf10000ShowsItsWork(t *testing.T) {
 		result := modal.GetByTestId("backfill-result")
 		must(t, "dry run", expect.Locator(result).ToHaveAttribute("data-dry-run", "true"))
 		must(t, "dry-run count", expect.Locator(result.GetByTestId("backfill-count")).ToHaveText("10000"))
-		must(t, "dry-run summary", expect.Locator(result.GetByTestId("backfill-summary")).ToHaveText("would start 9998 · skipped 2 (already started)"))
+		must(t, "dry-run summary", expect.Locator(result.GetByTestId("backfill-summary")).ToHaveText("would start 9998 · skipped 2: 2 already started"))
 		rows := result.GetByTestId("backfill-occurrence")
 		for i := range earlier.Started {
 			row := rows.Nth(i)

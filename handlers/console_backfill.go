@@ -128,7 +128,8 @@ func (r *request) backfillMissed(s *models.Schedule, v views.BackfillView) error
 // backfillResult lists the first backfillListed occurrences of a report and
 // counts every one by outcome (a dry run's "would start" are the planned).
 func (r *request) backfillResult(rep *scheduling.BackfillReport, dryRun bool, loc *time.Location) *views.BackfillResultView {
-	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences}
+	res := &views.BackfillResultView{DryRun: dryRun, Count: rep.Occurrences, BeforeCreated: rep.BeforeCreated}
+	reasons := map[string]int{}
 	if !dryRun {
 		res.Count = len(rep.Results)
 	}
@@ -138,6 +139,9 @@ func (r *request) backfillResult(rep *scheduling.BackfillReport, dryRun bool, lo
 			res.Started++
 		case scheduling.BackfillSkipped:
 			res.Skipped++
+			if reasons[o.Reason]++; reasons[o.Reason] == 1 {
+				res.SkipReasons = append(res.SkipReasons, views.ReasonCount{Reason: o.Reason})
+			}
 		case scheduling.BackfillBuffered:
 			res.Buffered++
 		case scheduling.BackfillFailed:
@@ -153,6 +157,9 @@ func (r *request) backfillResult(rep *scheduling.BackfillReport, dryRun bool, lo
 			ov.RunURL = r.url(runURL(o.RunID))
 		}
 		res.Occurrences = append(res.Occurrences, ov)
+	}
+	for i := range res.SkipReasons {
+		res.SkipReasons[i].Count = reasons[res.SkipReasons[i].Reason]
 	}
 	return res
 }
@@ -173,6 +180,7 @@ func (h *Console) Backfill(c echo.Context) error {
 	v.From, v.To = strings.TrimSpace(c.FormValue("from")), strings.TrimSpace(c.FormValue("to"))
 	v.OverlapPolicy = c.FormValue("overlap_policy")
 	v.MaxPerMinute, v.MaxConcurrent = strings.TrimSpace(c.FormValue("max_per_minute")), strings.TrimSpace(c.FormValue("max_concurrent_runs"))
+	v.Reason = strings.TrimSpace(c.FormValue("reason"))
 	dryRun := c.FormValue("dry_run") == "1" || c.FormValue("dry_run") == "true"
 	pace := map[string]*int{}
 	for name, raw := range map[string]string{"max_per_minute": v.MaxPerMinute, "max_concurrent_runs": v.MaxConcurrent} {
@@ -188,7 +196,7 @@ func (h *Console) Backfill(c echo.Context) error {
 	}
 
 	loc := scheduleZone(s)
-	in := scheduling.BackfillInput{OverlapPolicy: v.OverlapPolicy, DryRun: dryRun, CommandContext: r.cc("")}
+	in := scheduling.BackfillInput{OverlapPolicy: v.OverlapPolicy, DryRun: dryRun, CommandContext: r.cc(v.Reason)}
 	if ats := c.Request().Form["at"]; len(ats) > 0 {
 		in.Only = []time.Time{}
 		for _, raw := range ats {
@@ -231,10 +239,11 @@ func (h *Console) Backfill(c echo.Context) error {
 			// Too many to list: count them and list the first ones; the
 			// job takes up to MaxBackfillJobOccurrences.
 			var outline *scheduling.BackfillOutline
-			if outline, err = h.BackfillStore.OutlineBackfill(c.Request().Context(), r.ns, s.ScheduleID, in.From, in.To, backfillListed); err == nil {
+			if outline, err = h.BackfillStore.OutlineBackfill(c.Request().Context(), r.ns, s.ScheduleID, in.From, in.To, in.OverlapPolicy, backfillListed); err == nil {
 				v.Result = r.backfillResult(outline.First, true, loc)
-				v.Result.Count, v.Result.Skipped = outline.Total, outline.AlreadyStarted
-				v.Result.Started = outline.Total - outline.AlreadyStarted
+				v.Result.Count, v.Result.Started, v.Result.Buffered, v.Result.Skipped = outline.Total, outline.Started, outline.Buffered, outline.Skipped
+				v.Result.SkipReasons = nil // counted, not told apart, over a window this large
+				v.Result.BeforeCreated = outline.BeforeCreated
 				v.Result.NotListed = outline.Total - len(outline.First.Results)
 				return r.renderBackfill(http.StatusOK, v)
 			}
@@ -254,7 +263,7 @@ func (h *Console) Backfill(c echo.Context) error {
 		case errors.As(err, &val):
 			for k, msg := range val.Fields {
 				switch k {
-				case "from", "to", "overlap_policy", "max_per_minute", "max_concurrent_runs":
+				case "from", "to", "overlap_policy", "max_per_minute", "max_concurrent_runs", "reason":
 					v.Errors[k] = msg
 				default:
 					v.Errors[""] = strings.TrimPrefix(v.Errors[""]+"; ", "; ") + k + ": " + msg

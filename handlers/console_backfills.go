@@ -18,7 +18,7 @@ import (
 // Backfills page, a job's page and its actions, the schedule page's jobs.
 type BackfillKeeper interface {
 	StartBackfill(ctx context.Context, namespace, scheduleID string, in scheduling.BackfillJobInput) (*models.Backfill, error)
-	OutlineBackfill(ctx context.Context, namespace, scheduleID string, from, to time.Time, listed int) (*scheduling.BackfillOutline, error)
+	OutlineBackfill(ctx context.Context, namespace, scheduleID string, from, to time.Time, policy string, listed int) (*scheduling.BackfillOutline, error)
 	GetBackfill(ctx context.Context, namespace, id string) (*models.Backfill, error)
 	ListBackfills(ctx context.Context, namespace string, q scheduling.BackfillListQuery) (*scheduling.BackfillPage, error)
 	PauseBackfill(ctx context.Context, namespace, id string, cc *scheduling.CommandContext) (*models.Backfill, error)

@@ -48,6 +48,21 @@ func GetSchedule(ctx context.Context, db bun.IDB, namespace, scheduleID string) 
 	return s, nil
 }
 
+// GetScheduleWithLatestRun reads a schedule and its latest run's status
+// without locking (a dry run's view). It returns an error matching
+// sql.ErrNoRows when there is none.
+func GetScheduleWithLatestRun(ctx context.Context, db bun.IDB, namespace, scheduleID string) (*ClaimedSchedule, error) {
+	s := new(ClaimedSchedule)
+	if err := db.NewSelect().Model(s).Where("s.namespace = ? AND s.schedule_id = ?", namespace, scheduleID).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("get schedule: %w", err)
+	}
+	claimed := []ClaimedSchedule{*s}
+	if err := readLatestRunStatus(ctx, db, claimed); err != nil {
+		return nil, err
+	}
+	return &claimed[0], nil
+}
+
 // LockSchedule reads a schedule and its latest run status, locking the row
 // until the transaction ends so concurrent changes serialise on it.
 func LockSchedule(ctx context.Context, tx bun.IDB, namespace, scheduleID string) (*ClaimedSchedule, error) {

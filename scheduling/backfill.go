@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,8 +22,9 @@ type BackfillResult struct {
 	OccurrenceTime time.Time `json:"occurrence_time"`
 	InstanceID     string    `json:"instance_id,omitempty"`
 	RunID          string    `json:"run_id,omitempty"`
-	// started | buffered | skipped | failed; a dry run says planned, or
-	// skipped (already_started, with the run) for what the backfill would skip.
+	// started | buffered | skipped | failed; a dry run says planned for
+	// what would start, and buffered or skipped (with the reason, and the
+	// run for already_started) as the backfill would decide them.
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
 }
@@ -51,6 +53,9 @@ type BackfillReport struct {
 	Outcome     string           `json:"outcome"` // a Backfill… report outcome
 	Occurrences int              `json:"occurrences"`
 	Results     []BackfillResult `json:"results"`
+	// BeforeCreated counts the occurrences before the schedule was created
+	// (a dry run's: an operator backfilling a new schedule should know).
+	BeforeCreated int `json:"-"`
 }
 
 // BackfillInput names the window [From, To) and how to run it.
@@ -109,18 +114,15 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 	}
 
 	if in.DryRun {
-		sch, err := s.Get(ctx, namespace, scheduleID)
+		sch, err := s.getWithLatestRun(ctx, namespace, scheduleID)
 		if err != nil {
 			return nil, err
 		}
-		if sch.Status == models.StatusDeleted {
-			return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
-		}
-		times, err := occurrences(sch)
+		times, err := occurrences(&sch.Schedule)
 		if err != nil {
 			return nil, err
 		}
-		return s.backfillPlan(ctx, sch, times)
+		return s.backfillPlan(ctx, sch, times, backfillPolicy(in.OverlapPolicy, sch.OverlapPolicy))
 	}
 
 	// Batches of at most s.backfillBatch occurrences, each its own transaction on the
@@ -148,13 +150,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 					return err
 				}
 			}
-			policy := in.OverlapPolicy
-			if policy == "" {
-				policy = sch.OverlapPolicy
-				if policy == OverlapBufferOne || policy == OverlapBufferAll {
-					policy = OverlapAllowAll
-				}
-			}
+			policy := backfillPolicy(in.OverlapPolicy, sch.OverlapPolicy)
 			for _, t := range times[start:min(start+s.backfillBatch, len(times))] {
 				if sch.Status == models.StatusDeleted {
 					exhausted = true
@@ -200,12 +196,81 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 	return report, nil
 }
 
-// backfillPlan is the dry run's answer: every occurrence is planned, but
-// those a backfill already started (their deterministic instance exists)
-// would be skipped as already_started, and say so with their run. One
-// query: the backfill IDs of consecutive occurrences form one range of the
-// (namespace, instance_id) index (see idRange).
-func (s *Service) backfillPlan(ctx context.Context, sch *models.Schedule, times []time.Time) (*BackfillReport, error) {
+// backfillPolicy is the overlap policy a backfill applies: the override,
+// else the schedule's, where buffer policies act as allow_all (a buffer
+// would never drain in time). One rule for the backfill, its jobs and the
+// dry runs of both.
+func backfillPolicy(override, schedules string) string {
+	switch {
+	case override != "":
+		return override
+	case schedules == OverlapBufferOne || schedules == OverlapBufferAll:
+		return OverlapAllowAll
+	}
+	return schedules
+}
+
+// getWithLatestRun reads a live schedule with its latest run's status,
+// without locking it: what a dry run plays the policy forward from.
+func (s *Service) getWithLatestRun(ctx context.Context, namespace, scheduleID string) (*models.ClaimedSchedule, error) {
+	sch, err := models.GetScheduleWithLatestRun(ctx, s.db, namespace, scheduleID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, scheduleNotFound(namespace, scheduleID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sch.Status == models.StatusDeleted {
+		return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
+	}
+	return sch, nil
+}
+
+// backfillSim plays a backfill forward without writing anything: each
+// occurrence is decided by decideFire, as a backfill slice decides it
+// (fire), from the schedule's state now — its latest run, its buffer, its
+// max_runs budget — on the assumption that no run ends while the backfill
+// runs. That is the case that matters (skip behind a run a backfill just
+// started: one starts, the rest are skipped), and a run that does end
+// meanwhile can only turn a predicted skip into a start.
+type backfillSim struct{ st fireState }
+
+func newBackfillSim(sch *models.ClaimedSchedule, policy string) *backfillSim {
+	return &backfillSim{st: fireState{kind: kindBackfill, policy: policy, status: sch.Status,
+		remainingActions: sch.RemainingActions, latestRunStatus: sch.LatestRunStatus, bufferDepth: sch.BufferDepth}}
+}
+
+// next decides the next occurrence; started says a backfill already
+// started it (its deterministic instance exists).
+func (b *backfillSim) next(started bool) (outcome, reason string) {
+	d := decideFire(b.st)
+	switch {
+	case d.action == actSkip:
+		return BackfillSkipped, d.reason
+	case d.action == actBuffer:
+		b.st.bufferDepth++
+		return BackfillBuffered, ""
+	case started:
+		// The start fails already_started and its savepoint undoes the
+		// rest of the fire (a cancel of the running run included).
+		return BackfillSkipped, SkipAlreadyStart
+	}
+	pending := models.RunPending
+	b.st.latestRunStatus = &pending
+	if b.st.remainingActions != nil {
+		left := *b.st.remainingActions - 1
+		b.st.remainingActions = &left
+	}
+	return BackfillPlanned, ""
+}
+
+// backfillPlan is the dry run's answer: every occurrence decided as the
+// backfill would decide it (backfillSim) — planned, buffered or skipped
+// with the reason; those a backfill already started (their deterministic
+// instance exists) come with their run. One query: the backfill IDs of
+// consecutive occurrences form one range of the (namespace, instance_id)
+// index (see idRange).
+func (s *Service) backfillPlan(ctx context.Context, sch *models.ClaimedSchedule, times []time.Time, policy string) (*BackfillReport, error) {
 	report := &BackfillReport{Outcome: BackfillDryRun, Occurrences: len(times), Results: make([]BackfillResult, 0, len(times))}
 	if len(times) == 0 {
 		return report, nil
@@ -222,13 +287,16 @@ func (s *Service) backfillPlan(ctx context.Context, sch *models.Schedule, times 
 	for _, f := range found {
 		started[f.InstanceID] = f
 	}
+	sim := newBackfillSim(sch, policy)
 	for i, t := range times {
-		r := BackfillResult{OccurrenceTime: t, InstanceID: ids[i], Outcome: BackfillPlanned}
-		if f, ok := started[ids[i]]; ok {
-			r.Outcome, r.Reason = BackfillSkipped, SkipAlreadyStart
-			if f.RunID != nil {
-				r.RunID = *f.RunID
-			}
+		f, ok := started[ids[i]]
+		r := BackfillResult{OccurrenceTime: t, InstanceID: ids[i]}
+		r.Outcome, r.Reason = sim.next(ok)
+		if r.Reason == SkipAlreadyStart && f.RunID != nil {
+			r.RunID = *f.RunID
+		}
+		if t.Before(sch.CreatedAt) {
+			report.BeforeCreated++
 		}
 		report.Results = append(report.Results, r)
 	}

@@ -218,3 +218,72 @@ func TestBackfillCommitsInBoundedBatches(t *testing.T) {
 		require.Equal(t, models.StatusDeleted, f.get("capped").Status)
 	})
 }
+
+// Issue 37, major 4: the dry run plays the overlap policy forward as the
+// backfill applies it — under every policy (the schedule's, and each as an
+// override), from a schedule with no run, with a run still pending, and
+// with part of the window started by an earlier backfill — and says what
+// the backfill then does, occurrence by occurrence; a job over the same
+// window on a twin schedule ends with the same counts.
+func TestBackfillDryRunPlaysTheOverlapPolicy(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		from := time.Date(2026, 7, 10, 0, 0, 0, 0, time.UTC)
+		to := from.Add(8 * time.Hour)
+		setups := map[string]func(id string){
+			"idle":    func(string) {},
+			"running": func(id string) { _, err := f.svc.Trigger(f.ctx, "default", id, "", nil); require.NoError(t, err) },
+			"partly-started": func(id string) {
+				_, err := f.svc.Backfill(f.ctx, "default", id, scheduling.BackfillInput{From: from.Add(3 * time.Hour), To: from.Add(5 * time.Hour), OverlapPolicy: "allow_all"})
+				require.NoError(t, err)
+			},
+		}
+		overrides := append([]string{""}, scheduling.OverlapPolicies...)
+		seen := map[string]bool{}
+		for state, setup := range setups {
+			for _, override := range overrides {
+				for _, own := range []string{scheduling.OverlapSkip, scheduling.OverlapBufferAll} {
+					name := fmt.Sprintf("%s/%s/%s", state, own, override)
+					sync, job := fmt.Sprintf("s%d", len(seen)), fmt.Sprintf("j%d", len(seen))
+					seen[name] = true
+					for _, id := range []string{sync, job} {
+						in := cronInput(id, "0 * * * *")
+						in.OverlapPolicy = own
+						f.create(in)
+						setup(id)
+					}
+
+					dry, err := f.svc.Backfill(f.ctx, "default", sync, scheduling.BackfillInput{From: from, To: to, OverlapPolicy: override, DryRun: true})
+					require.NoError(t, err, name)
+					rep, err := f.svc.Backfill(f.ctx, "default", sync, scheduling.BackfillInput{From: from, To: to, OverlapPolicy: override})
+					require.NoError(t, err, name)
+					require.Len(t, rep.Results, len(dry.Results), name)
+					counts := map[string]int64{}
+					for i, r := range rep.Results {
+						want := dry.Results[i]
+						if want.Outcome == scheduling.BackfillPlanned {
+							want.Outcome = scheduling.BackfillStarted
+						}
+						require.Equal(t, want.Outcome+" "+want.Reason, r.Outcome+" "+r.Reason, "%s: occurrence %d", name, i)
+						counts[want.Outcome]++
+					}
+
+					bf, err := f.svc.StartBackfill(f.ctx, "default", job, scheduling.BackfillJobInput{From: from, To: to, OverlapPolicy: override})
+					require.NoError(t, err, name)
+					require.Equal(t, models.BackfillCompleted, bf.Status, "%s: eight occurrences are the first slice", name)
+					require.Equal(t, []int64{counts["started"], counts["buffered"], counts["skipped"]}, []int64{bf.Started, bf.Buffered, bf.Skipped}, name)
+				}
+			}
+		}
+
+		// The cases that told the old dry run apart: skip behind a pending
+		// run starts nothing; skip from idle starts one and skips the rest.
+		dry, err := f.svc.Backfill(f.ctx, "default", "s0", scheduling.BackfillInput{From: to, To: to.Add(3 * time.Hour), OverlapPolicy: "skip", DryRun: true})
+		require.NoError(t, err)
+		for _, r := range dry.Results {
+			require.Equal(t, "skipped overlap_policy_skip", r.Outcome+" "+r.Reason, "s0's backfilled runs are still pending")
+		}
+	})
+}

@@ -475,13 +475,7 @@ func (s *Service) backfillSlice(ctx context.Context, tx bun.Tx, job *models.Back
 	times := nextOccurrences(job, compiled, allowed+1)
 	done := len(times) <= allowed
 	times = times[:min(len(times), allowed)]
-	policy := job.OverlapPolicy
-	if policy == "" {
-		policy = sch.OverlapPolicy
-		if policy == OverlapBufferOne || policy == OverlapBufferAll {
-			policy = OverlapAllowAll
-		}
-	}
+	policy := backfillPolicy(job.OverlapPolicy, sch.OverlapPolicy)
 	handled := 0
 	for _, t := range times {
 		if err := ctx.Err(); err != nil {
@@ -692,26 +686,29 @@ func (s *Service) Now() time.Time { return s.now() }
 
 // BackfillOutline is the console's dry run of a window too large to list
 // (more than MaxBackfillOccurrences, at most MaxBackfillJobOccurrences):
-// the count, how many a backfill already started, and the first
-// occurrences as a dry run lists them.
+// the count, how many a backfill already started, what the job would do
+// with them all, and the first occurrences as a dry run lists them.
 type BackfillOutline struct {
 	Total, AlreadyStarted int
-	First                 *BackfillReport
+	// Started, Buffered and Skipped are what the job would do
+	// (backfillSim), BeforeCreated how many fall before the schedule was
+	// created. The already started are counted, not listed: Started is
+	// exact, and the already started are among Skipped.
+	Started, Buffered, Skipped, BeforeCreated int
+	First                                     *BackfillReport
 }
 
-// OutlineBackfill outlines [from, to) for a job: one pass over the spec to
-// count, one index range count of the started ones, a dry run of the first
-// listed occurrences.
-func (s *Service) OutlineBackfill(ctx context.Context, namespace, scheduleID string, from, to time.Time, listed int) (*BackfillOutline, error) {
-	if err := (BackfillJobInput{From: from, To: to}).Validate(); err != nil {
+// OutlineBackfill outlines [from, to) for a job under the overlap policy
+// (an override, or "" for the schedule's): one pass over the spec to count
+// and play the policy forward, one index range count of the started ones,
+// a dry run of the first listed occurrences.
+func (s *Service) OutlineBackfill(ctx context.Context, namespace, scheduleID string, from, to time.Time, policy string, listed int) (*BackfillOutline, error) {
+	if err := (BackfillJobInput{From: from, To: to, OverlapPolicy: policy}).Validate(); err != nil {
 		return nil, err
 	}
-	sch, err := s.Get(ctx, namespace, scheduleID)
+	sch, err := s.getWithLatestRun(ctx, namespace, scheduleID)
 	if err != nil {
 		return nil, err
-	}
-	if sch.Status == models.StatusDeleted {
-		return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 	}
 	compiled, err := timespec.Compile(sch.Spec)
 	if err != nil {
@@ -734,7 +731,26 @@ func (s *Service) OutlineBackfill(ctx context.Context, namespace, scheduleID str
 	if out.AlreadyStarted, err = models.CountInstances(ctx, s.db, namespace, idRange(ids)); err != nil {
 		return nil, err
 	}
-	out.First, err = s.backfillPlan(ctx, sch, times[:min(listed, len(times))])
+	policy = backfillPolicy(policy, sch.OverlapPolicy)
+	// Played forward as if none had started; an occurrence already
+	// started is a start the job cannot make, so at most Total −
+	// AlreadyStarted start (exact for every policy: allow_all-like
+	// policies start all the others, skip and the buffers one).
+	sim := newBackfillSim(sch, policy)
+	for _, t := range times {
+		switch outcome, _ := sim.next(false); outcome {
+		case BackfillPlanned:
+			out.Started++
+		case BackfillBuffered:
+			out.Buffered++
+		}
+		if t.Before(sch.CreatedAt) {
+			out.BeforeCreated++
+		}
+	}
+	out.Started = min(out.Started, out.Total-out.AlreadyStarted)
+	out.Skipped = out.Total - out.Started - out.Buffered
+	out.First, err = s.backfillPlan(ctx, sch, times[:min(listed, len(times))], policy)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func TestConsoleBackfillDryRunCountsStarted(t *testing.T) {
 		require.Equal(t, http.StatusOK, p.Status, p.Raw)
 		res := p.Doc.Find(tid("backfill-result"))
 		require.Equal(t, "5", textOf(res.Find(tid("backfill-count"))))
-		require.Equal(t, "would start 3 · skipped 2 (already started)", textOf(res.Find(tid("backfill-summary"))))
+		require.Equal(t, "would start 3 · skipped 2: 2 already started", textOf(res.Find(tid("backfill-summary"))))
 		require.Equal(t, "Start 3 runs", textOf(res.Find(tid("backfill-confirm"))))
 		rows := res.Find(tid("backfill-occurrence"))
 		require.Equal(t, "skipped", attrOf(t, rows.Eq(0), "data-outcome"))
@@ -83,8 +83,49 @@ func TestConsoleBackfillDryRunCountsStarted(t *testing.T) {
 
 		// Everything started: nothing to confirm.
 		p = c.post("/waterline/schedules/h/backfill", url.Values{"from": {"2026-07-01T00:00"}, "to": {"2026-07-01T05:00"}, "dry_run": {"1"}})
-		require.Equal(t, "would start 0 · skipped 5 (already started)", textOf(p.Doc.Find(tid("backfill-summary"))))
+		require.Equal(t, "would start 0 · skipped 5: 5 already started", textOf(p.Doc.Find(tid("backfill-summary"))))
 		require.Zero(t, p.Doc.Find(tid("backfill-confirm")).Length())
 		require.Equal(t, 1, p.Doc.Find(tid("backfill-nothing")).Length())
+	})
+}
+
+// Issue 37, major 4: the dry run plays the overlap policy as the backfill
+// will (a skip schedule behind a pending run starts nothing, and says
+// why), an override in the dialog changes the prediction, the dialog
+// counts the occurrences before the schedule existed, and its reason goes
+// with the job to the audit stream.
+func TestConsoleBackfillDryRunFollowsTheOverlapPolicy(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		c.create("default", `{"schedule_id":"s","spec":{"cron_expressions":["0 * * * *"]},"action":{"workflow_type":"w"},"overlap_policy":"skip"}`)
+		c.api.must(200, "POST", v2+"/schedules/s/trigger", `{}`) // a run stays pending: no worker
+		window := url.Values{"from": {"2026-07-16T09:00"}, "to": {"2026-07-16T14:00"}, "dry_run": {"1"}}
+
+		p := c.post("/waterline/schedules/s/backfill", window)
+		require.Equal(t, http.StatusOK, p.Status, p.Raw)
+		res := p.Doc.Find(tid("backfill-result"))
+		require.Equal(t, "would start 0 · skipped 5: 5 behind a running run (overlap policy skip)", textOf(res.Find(tid("backfill-summary"))))
+		require.Contains(t, textOf(res.Find(tid("backfill-nothing"))), "behind a running run")
+		require.Zero(t, res.Find(tid("backfill-confirm")).Length())
+		require.Equal(t, "3 occurrences fall before the schedule was created.", textOf(res.Find(tid("backfill-before-created"))))
+		require.Equal(t, "overlap policy skip", textOf(res.Find(tid("backfill-reason")).First()))
+
+		window.Set("overlap_policy", "allow_all")
+		window.Set("reason", "replay after the outage")
+		p = c.post("/waterline/schedules/s/backfill", window)
+		res = p.Doc.Find(tid("backfill-result"))
+		require.Equal(t, "would start 5 · skipped 0", textOf(res.Find(tid("backfill-summary"))))
+		confirm := formValues(res.Find(tid("backfill-confirm-form")))
+		require.Equal(t, "replay after the outage", confirm.Get("reason"), "the reason rides along to the confirmation")
+
+		p = c.post("/waterline/schedules/s/backfill", confirm)
+		require.Equal(t, http.StatusOK, p.Status, p.Raw)
+		require.Equal(t, "5", textOf(p.Doc.Find(tid("backfill-job")).Find(tid("backfill-started"))), "what the dry run said")
+		list := c.api.must(200, "GET", v2+"/backfills", "")
+		jobs := list["backfills"].([]any)
+		require.Len(t, jobs, 1)
+		require.Equal(t, "replay after the outage", jobs[0].(map[string]any)["reason"])
 	})
 }
