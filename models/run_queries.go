@@ -109,6 +109,22 @@ func ListRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, bool, error)
 	return out, more, nil
 }
 
+// LockRunsByStatus locks up to limit runs of a namespace (and of one
+// schedule when workflowScheduleID is set) in the given statuses, oldest
+// first: one range of workflow_runs_namespace_idx per status.
+func LockRunsByStatus(ctx context.Context, tx bun.IDB, namespace, workflowScheduleID string, statuses []string, limit int) ([]Run, error) {
+	var out []Run
+	q := tx.NewSelect().Model(&out).Where("r.namespace = ? AND r.status IN (?)", namespace, bun.In(statuses))
+	if workflowScheduleID != "" {
+		q = q.Where("r.workflow_schedule_id = ?", workflowScheduleID)
+	}
+	q = database.Lock(q.OrderExpr("r.id").Limit(int64(limit)), "UPDATE")
+	if err := q.Scan(ctx); err != nil {
+		return nil, fmt.Errorf("lock runs by status: %w", err)
+	}
+	return out, nil
+}
+
 // ClaimExpiredRuns locks active runs that are past a deadline or lease, or
 // whose cancellation was requested before cancelBefore, oldest first.
 //

@@ -29,6 +29,8 @@ const (
 	CodeScheduleNotPaused      = "schedule_not_paused"
 	CodeRunNotRunning          = "run_not_running"
 	CodeRunHeldByAnotherWorker = "run_held_by_another_worker"
+	CodeRunNotRetryable        = "run_not_retryable"   // retry of a run that did not fail or time out
+	CodeRunNoSchedule          = "run_has_no_schedule" // run again of a run its schedule no longer backs
 	CodeCancelAlreadyRequested = "cancel_already_requested"
 	CodeNotifierAlreadyExists  = "notifier_already_exists"
 	CodeTooManyNotifiers       = "too_many_notifiers"

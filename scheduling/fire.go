@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -58,6 +59,9 @@ type fireRequest struct {
 	instanceID string
 	occurrence time.Time
 	policy     string // effective overlap policy
+	// input, when set, replaces the action's input (a run started again
+	// with the input of the run it repeats).
+	input json.RawMessage
 }
 
 // FireResult is what one attempt did.
@@ -237,6 +241,9 @@ func (s *Service) start(ctx context.Context, tx bun.IDB, rec *recorder, sch *mod
 	runID := s.ids.newAt(now)
 	scheduleULID, scheduleID := sch.ID, sch.ScheduleID
 	input := sch.Action.Input
+	if req.input != nil {
+		input = req.input
+	}
 	route := s.route(&sch.Schedule)
 	occurrence := req.occurrence
 	triggerNumber := sch.FiresCount + 1

@@ -26,6 +26,9 @@ const (
 	RunEventTimedOut          = "RunTimedOut"
 	// RunEventAttemptFailed ends every failed attempt, the last one too.
 	RunEventAttemptFailed = "RunAttemptFailed"
+	// RunEventRetried: an operator gave a failed or timed-out run one more
+	// attempt (RetryRun).
+	RunEventRetried = "RunRetried"
 )
 
 // newRunEvent builds the run's next history event and advances its
