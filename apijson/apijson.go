@@ -631,6 +631,22 @@ type RunActionRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// RetryMatchingRequest is the body of POST /runs/retry: which failed or
+// timed-out runs get one more attempt (status failed or timed_out; both
+// when empty), optionally of one schedule.
+type RetryMatchingRequest struct {
+	Status     string `json:"status,omitempty"`
+	ScheduleID string `json:"schedule_id,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// RetryMatchingResult answers POST /runs/retry: how many were retried, and
+// whether more match than one request retries.
+type RetryMatchingResult struct {
+	Retried int  `json:"retried"`
+	More    bool `json:"more"`
+}
+
 // PreviewRequest is the body of POST /schedules/preview.
 type PreviewRequest struct {
 	Spec  Spec   `json:"spec"`

@@ -388,6 +388,53 @@ func (h *API) TerminateRun(c echo.Context) error {
 	return h.runAction(c, h.Service.TerminateRun)
 }
 
+// RetryRun answers POST /runs/{run_id}/retry {reason?}: a failed or
+// timed-out run back to pending for one more attempt.
+func (h *API) RetryRun(c echo.Context) error {
+	return h.runAction(c, h.Service.RetryRun)
+}
+
+// RunAgain answers POST /runs/{run_id}/again {reason?}: a new manual run
+// of the run's schedule with the run's input, answered as a trigger.
+func (h *API) RunAgain(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req apijson.RunActionRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	res, err := h.Service.RunAgain(c.Request().Context(), ns, c.Param("run_id"), commandContext(c, "api", req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromTrigger(res))
+}
+
+// RetryMatching answers POST /runs/retry {status?, schedule_id?, reason?}:
+// the failed and timed-out runs matching, at most
+// scheduling.MaxRetryMatching, retried in one transaction.
+func (h *API) RetryMatching(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req apijson.RetryMatchingRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	f := scheduling.RunListFilter{Namespace: ns, ScheduleID: req.ScheduleID}
+	if req.Status != "" {
+		f.Statuses = []string{req.Status}
+	}
+	n, more, err := h.Service.RetryMatching(c.Request().Context(), f, commandContext(c, "api", req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.RetryMatchingResult{Retried: n, More: more})
+}
+
 func (h *API) runAction(c echo.Context, action func(ctx context.Context, ns, runID string, cc *scheduling.CommandContext) (*models.Run, error)) error {
 	ns, err := h.ns(c)
 	if err != nil {

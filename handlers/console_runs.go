@@ -91,6 +91,9 @@ func (h *Console) Runs(c echo.Context) error {
 	if cursor != "" {
 		v.Pager.FirstURL = r.url(runsPath, "status", status, "schedule_id", scheduleID, "limit", limitRaw)
 	}
+	if (status == models.RunFailed || status == models.RunTimedOut) && r.canOperate() {
+		v.RetryMatchingURL, v.CSRFToken = r.url(runsPath+"/retry"), l.CSRFToken
+	}
 	return ok(c, views.RunsPage(l, v))
 }
 
@@ -134,6 +137,10 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 		FailureMessage: deref(run.FailureMessage), FailureType: deref(run.FailureType),
 		CanCancel: active && run.CancelRequestedAt == nil && r.canOperate(), CanTerminate: active && r.canOperate(),
 		CancelURL: r.url(runURL(run.ID) + "/cancel"), TerminateURL: r.url(runURL(run.ID) + "/terminate"),
+		CanRetry:    (run.Status == models.RunFailed || run.Status == models.RunTimedOut) && r.canOperate(),
+		RetryURL:    r.url(runURL(run.ID) + "/retry"),
+		CanRunAgain: !active && run.ScheduleID != nil && r.canOperate(),
+		RunAgainURL: r.url(runURL(run.ID) + "/again"),
 	}
 	if run.Attempt > 0 {
 		v.Attempt = strconv.Itoa(run.Attempt)
@@ -210,6 +217,68 @@ func (h *Console) CancelRun(c echo.Context) error {
 // TerminateRun answers POST /waterline/runs/{run_id}/terminate (reason).
 func (h *Console) TerminateRun(c echo.Context) error {
 	return h.runAction(c, h.RunStore.TerminateRun, "Run terminated.")
+}
+
+// RetryRun answers POST /waterline/runs/{run_id}/retry (reason).
+func (h *Console) RetryRun(c echo.Context) error {
+	return h.runAction(c, h.RunStore.RetryRun, "Retried: the run is pending for one more attempt.")
+}
+
+// RunAgain answers POST /waterline/runs/{run_id}/again (reason): the new
+// run's page, or the old one's with why nothing started.
+func (h *Console) RunAgain(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	id := c.Param("run_id")
+	res, err := h.RunStore.RunAgain(c.Request().Context(), r.ns, id, r.cc(strings.TrimSpace(c.FormValue("reason"))))
+	if err != nil {
+		msg, _, known := refusal(err)
+		if !known {
+			return err
+		}
+		return r.redirect(r.url(runURL(id)), views.Flash{Kind: "error", Message: msg})
+	}
+	switch res.Outcome {
+	case scheduling.OutcomeBuffered:
+		return r.redirect(r.url(runURL(id)), views.Flash{Kind: "ok", Message: fmt.Sprintf("Buffered: it starts when the schedule's running run finishes (%d waiting).", res.BufferDepth)})
+	case scheduling.OutcomeSkipped:
+		return r.redirect(r.url(runURL(id)), views.Flash{Kind: "error", Message: fmt.Sprintf("Did not start: skipped (%s).", strings.ReplaceAll(res.Reason, "_", " "))})
+	}
+	return r.redirect(r.url(runURL(res.RunID)), views.Flash{Kind: "ok", Message: "Started again as a new run, from run " + id + "'s input."})
+}
+
+// RetryMatching answers POST /waterline/runs/retry (status, schedule_id,
+// reason): back to the same filter with how many were retried.
+func (h *Console) RetryMatching(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	status, scheduleID := c.FormValue("status"), strings.TrimSpace(c.FormValue("schedule_id"))
+	back := r.url(runsPath, "status", status, "schedule_id", scheduleID)
+	n, more, err := h.RunStore.RetryMatching(c.Request().Context(), scheduling.RunListFilter{
+		Namespace: r.ns, ScheduleID: scheduleID, Statuses: []string{status}}, r.cc(strings.TrimSpace(c.FormValue("reason"))))
+	if err != nil {
+		msg, _, known := refusal(err)
+		if !known {
+			return err
+		}
+		return r.redirect(back, views.Flash{Kind: "error", Message: msg})
+	}
+	msg := fmt.Sprintf("Retried %s: pending for one more attempt.", pluralRuns(n))
+	if more {
+		msg += fmt.Sprintf(" More match; retry again for the next %d.", scheduling.MaxRetryMatching)
+	}
+	return r.redirect(back, views.Flash{Kind: "ok", Message: msg})
+}
+
+func pluralRuns(n int) string {
+	if n == 1 {
+		return "1 run"
+	}
+	return strconv.Itoa(n) + " runs"
 }
 
 func (h *Console) runAction(c echo.Context, action func(ctx context.Context, ns, runID string, cc *scheduling.CommandContext) (*models.Run, error), done string) error {

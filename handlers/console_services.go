@@ -44,6 +44,9 @@ type RunKeeper interface {
 	DescribeRun(ctx context.Context, namespace, runID string) (*scheduling.RunDescription, error)
 	CancelRun(ctx context.Context, namespace, runID string, cc *scheduling.CommandContext) (*models.Run, error)
 	TerminateRun(ctx context.Context, namespace, runID string, cc *scheduling.CommandContext) (*models.Run, error)
+	RetryRun(ctx context.Context, namespace, runID string, cc *scheduling.CommandContext) (*models.Run, error)
+	RunAgain(ctx context.Context, namespace, runID string, cc *scheduling.CommandContext) (scheduling.FireResult, error)
+	RetryMatching(ctx context.Context, f scheduling.RunListFilter, cc *scheduling.CommandContext) (int, bool, error)
 }
 
 // NotifierKeeper serves the notifiers pages.

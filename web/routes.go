@@ -73,6 +73,9 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.GET("/runs/:run_id", api.GetRun, read)
 		a.POST("/runs/:run_id/cancel", api.CancelRun, operate)
 		a.POST("/runs/:run_id/terminate", api.TerminateRun, operate)
+		a.POST("/runs/retry", api.RetryMatching, operate)
+		a.POST("/runs/:run_id/retry", api.RetryRun, operate)
+		a.POST("/runs/:run_id/again", api.RunAgain, operate)
 		a.POST("/tick", api.Tick, admin)
 		// Notifiers hold a URL and a signing secret: managed by admins,
 		// like the schedules whose events they carry.
@@ -141,6 +144,10 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.GET("/runs/:run_id", console.Run, cRead)
 	w.POST("/runs/:run_id/cancel", console.CancelRun, cOperate)
 	w.POST("/runs/:run_id/terminate", console.TerminateRun, cOperate)
+	// Issue 37: retry a failed run, run one again, retry all matching.
+	w.POST("/runs/retry", console.RetryMatching, cOperate)
+	w.POST("/runs/:run_id/retry", console.RetryRun, cOperate)
+	w.POST("/runs/:run_id/again", console.RunAgain, cOperate)
 	w.GET("/notifiers", console.Notifiers, cAdmin)
 	w.POST("/notifiers", console.CreateNotifier, cAdmin)
 	w.GET("/notifiers/:name", console.Notifier, cAdmin)
