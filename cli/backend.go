@@ -53,6 +53,8 @@ type backend interface {
 	GetRun(ctx context.Context, runID string) (*apijson.RunDetail, error)
 	CancelRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
 	TerminateRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
+	RetryRun(ctx context.Context, runID, reason string) (*apijson.Run, error)
+	RunAgain(ctx context.Context, runID, reason string) (*apijson.Trigger, error)
 	Tick(ctx context.Context, limit int) ([]apijson.TickRow, error)
 	ListNotifiers(ctx context.Context) (*apijson.NotifierList, error)
 	CreateNotifier(ctx context.Context, req apijson.NotifierWrite) (*apijson.Notifier, error)
@@ -386,6 +388,19 @@ func (d *direct) CancelRun(ctx context.Context, runID, reason string) (*apijson.
 
 func (d *direct) TerminateRun(ctx context.Context, runID, reason string) (*apijson.Run, error) {
 	return d.runAction(ctx, runID, reason, d.a.service.TerminateRun)
+}
+
+func (d *direct) RetryRun(ctx context.Context, runID, reason string) (*apijson.Run, error) {
+	return d.runAction(ctx, runID, reason, d.a.service.RetryRun)
+}
+
+func (d *direct) RunAgain(ctx context.Context, runID, reason string) (*apijson.Trigger, error) {
+	res, err := d.a.service.RunAgain(ctx, d.ns, runID, d.withReason(reason))
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromTrigger(res)
+	return &out, nil
 }
 
 func (d *direct) runAction(ctx context.Context, runID, reason string,

@@ -18,6 +18,8 @@ func runsCommands() map[string]subcommand {
 		"describe":  {"show a run and its history", runRunsDescribe},
 		"cancel":    {"ask a run to stop (its worker sees it on the next heartbeat)", runRunsCancel},
 		"terminate": {"end a run at once", runRunsTerminate},
+		"retry":     {"give a failed or timed-out run one more attempt now (the same run)", runRunsRetry},
+		"again":     {"start a new manual run of the run's schedule with the run's input", runRunsAgain},
 	}
 }
 
@@ -204,6 +206,37 @@ func runRunsCancel(ctx context.Context, e env, args []string) error {
 
 func runRunsTerminate(ctx context.Context, e env, args []string) error {
 	return runAction(ctx, e, args, "terminate", "Terminated run %s; its status is now %s.\n", backend.TerminateRun)
+}
+
+func runRunsRetry(ctx context.Context, e env, args []string) error {
+	return runAction(ctx, e, args, "retry", "Retried run %s; its status is now %s.\n", backend.RetryRun)
+}
+
+func runRunsAgain(ctx context.Context, e env, args []string) error {
+	c := newDBCommand("runs again <run-id>", `tideline runs again 01KP2M3N4Q5R6S7T8V9W0XYZAB --reason "replay after the fix"`, e).withActor()
+	reason := c.fs.String("reason", "", "why, recorded with the new run's trigger")
+	pos, err := c.parse(args, "<run-id>")
+	if err != nil {
+		return err
+	}
+	a, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	res, err := a.RunAgain(ctx, pos[0], *reason)
+	if err != nil {
+		return err
+	}
+	switch res.Outcome {
+	case scheduling.OutcomeTriggered:
+		fmt.Fprintf(e.stdout, "Started run %s again as run %s.\n", pos[0], strOrDash(res.RunID))
+	case scheduling.OutcomeBuffered:
+		fmt.Fprintf(e.stdout, "Buffered a run again of run %s (buffer depth %d).\n", pos[0], res.BufferDepth)
+	default:
+		fmt.Fprintf(e.stdout, "Did not start run %s again: %s (%s).\n", pos[0], res.Outcome, strOrDash(res.Reason))
+	}
+	return nil
 }
 
 func runAction(ctx context.Context, e env, args []string, verb, done string,

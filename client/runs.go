@@ -88,6 +88,26 @@ func (c *Client) TerminateRun(ctx context.Context, runID, reason string) (*apijs
 	return call[apijson.Run](ctx, c, request{method: http.MethodPost, path: runPath(runID, "/terminate"), body: apijson.RunActionRequest{Reason: reason}})
 }
 
+// RetryRun gives a failed or timed-out run one more attempt now: the same
+// run, back to pending (POST /runs/{id}/retry).
+func (c *Client) RetryRun(ctx context.Context, runID, reason string) (*apijson.Run, error) {
+	return call[apijson.Run](ctx, c, request{method: http.MethodPost, path: runPath(runID, "/retry"), body: apijson.RunActionRequest{Reason: reason}})
+}
+
+// RunAgain starts a new manual run of the run's schedule with the run's
+// input (POST /runs/{id}/again), answered as a trigger.
+func (c *Client) RunAgain(ctx context.Context, runID, reason string) (*apijson.Trigger, error) {
+	return call[apijson.Trigger](ctx, c, request{method: http.MethodPost, path: runPath(runID, "/again"), body: apijson.RunActionRequest{Reason: reason}})
+}
+
+// RetryMatching retries the failed and timed-out runs matching (status
+// "failed", "timed_out" or "" for both; scheduleID optional), at most 500
+// a call (POST /runs/retry).
+func (c *Client) RetryMatching(ctx context.Context, status, scheduleID, reason string) (*apijson.RetryMatchingResult, error) {
+	return call[apijson.RetryMatchingResult](ctx, c, request{method: http.MethodPost, path: "/runs/retry",
+		body: apijson.RetryMatchingRequest{Status: status, ScheduleID: scheduleID, Reason: reason}})
+}
+
 // OpenAPI returns the server's OpenAPI document.
 func (c *Client) OpenAPI(ctx context.Context) (json.RawMessage, error) {
 	var out json.RawMessage

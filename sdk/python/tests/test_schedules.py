@@ -126,7 +126,11 @@ async def test_backfill_dry_run_starts_nothing(client: tideline.Client) -> None:
     await client.create_schedule("bf", cron="0 */6 * * *", action=ACTION)
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
-    plan = await handle.backfill(start=start, end=start + timedelta(days=1), dry_run=True)
+    # The dry run plays the overlap policy as the backfill will: under the
+    # default (skip) the first start blocks the rest; allow_all starts all.
+    skip = await handle.backfill(start=start, end=start + timedelta(days=1), dry_run=True)
+    assert [(r.outcome, r.reason) for r in skip.results] == [("planned", None)] + [("skipped", "overlap_policy_skip")] * 3
+    plan = await handle.backfill(start=start, end=start + timedelta(days=1), dry_run=True, overlap_policy="allow_all")
     assert isinstance(plan, tideline.BackfillReport)
     assert (plan.outcome, plan.occurrences) == ("dry_run", 4)
     assert [r.occurrence_time for r in plan.results] == [start + timedelta(hours=6 * i) for i in range(4)]
