@@ -55,6 +55,10 @@ func TestPhoneSchedulePageAndCreateForm(t *testing.T) {
 		must(t, "backfill panel", expect.Locator(panel).ToBeVisible())
 		must(t, "from", panel.GetByTestId("input-from").Fill("2026-01-01T00:00"))
 		must(t, "to", panel.GetByTestId("input-to").Fill("2026-01-31T00:00"))
+		// The schedule's skip policy would skip every night behind the
+		// runs started above; allow_all starts them all.
+		_, err := panel.GetByTestId("input-overlap_policy").SelectOption(playwright.SelectOptionValues{Values: playwright.StringSlice("allow_all")})
+		must(t, "overlap policy", err)
 		must(t, "preview", panel.GetByTestId("backfill-preview").Click())
 		must(t, "thirty nights", expect.Locator(panel.GetByTestId("backfill-summary")).ToHaveText("would start 30 · skipped 0"))
 		must(t, "Start on a phone's screen", expect.Locator(panel.GetByTestId("backfill-confirm")).ToBeInViewport())
