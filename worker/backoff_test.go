@@ -168,3 +168,65 @@ func closedOn(ch <-chan struct{}) <-chan struct{} {
 	}()
 	return done
 }
+
+// answerLateServer holds its first poll until released, then hands out one
+// run; it records the run's report.
+type answerLateServer struct {
+	polled, release chan struct{}
+	reported        chan string // the report's path
+	once            sync.Once
+}
+
+func (s *answerLateServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/api/v2/worker/poll":
+		first := false
+		s.once.Do(func() { first = true })
+		if !first {
+			_, _ = io.WriteString(w, `{"runs":[]}`)
+			return
+		}
+		close(s.polled)
+		<-s.release
+		_, _ = io.WriteString(w, `{"runs":[{"run_id":"run-1","instance_id":"i-1","workflow_type":"echo","input":{},"attempt":1,"lease_expires_at":"2026-07-16T13:00:30.000000Z","run_deadline_at":null,"execution_deadline_at":null}]}`)
+	default:
+		select {
+		case s.reported <- r.URL.Path:
+		default:
+		}
+		_, _ = io.WriteString(w, `{}`)
+	}
+}
+
+// A poll in flight when the worker stops still gets its answer: its runs
+// are already claimed on the server (a draining server answers such polls
+// at once), and aborting it would strand them until their leases lapse.
+func TestPollInFlightWhenStoppingKeepsItsRuns(t *testing.T) {
+	t.Parallel()
+	fake := &answerLateServer{polled: make(chan struct{}), release: make(chan struct{}), reported: make(chan string, 4)}
+	ts := httptest.NewServer(fake)
+	t.Cleanup(ts.Close)
+	w, err := worker.New(worker.Options{BaseURL: ts.URL, Token: "tok", Namespace: "billing", PollWait: 2 * time.Second,
+		LeaseSeconds: 30, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	w.Register("echo", func(_ context.Context, run worker.Run) (any, error) { return run.Input, nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+
+	select {
+	case <-fake.polled:
+	case <-time.After(waitLimit):
+		t.Fatal("the worker did not poll")
+	}
+	cancel() // the worker stops while the server is still claiming
+	close(fake.release)
+	select {
+	case path := <-fake.reported:
+		require.Equal(t, "/api/v2/worker/runs/run-1/complete", path, "the run that arrived after the stop is run and reported")
+	case <-time.After(waitLimit):
+		t.Fatal("the run answered after the stop was never reported: the poll was aborted")
+	}
+	require.NoError(t, <-done)
+}

@@ -187,11 +187,28 @@ func (w *Worker) handler(workflowType string) Handler {
 	return w.fallback
 }
 
+// pollStopGrace is how long a poll in flight when the worker stops may
+// still answer. Its runs may already be claimed on the server — a draining
+// server answers every waiting poll at once (SPEC §20) — and a poll
+// aborted now would strand them until their leases lapse; runs that do
+// arrive are run (or failed as worker_stopped) like any others.
+const pollStopGrace = time.Second
+
+// poll asks for runs with a context that outlives ctx by pollStopGrace.
+func (w *Worker) poll(ctx context.Context, req PollRequest) ([]Run, error) {
+	pollCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(pollStopGrace, cancel) })
+	defer stop()
+	return w.client.Poll(pollCtx, req)
+}
+
 // Run polls and runs handlers until ctx ends, then stops polling, lets the
 // running handlers go on for the StopGrace, cancels those still running,
 // waits for them and reports their results. It returns nil when stopped by
 // ctx, and an error when the server rejects the poll itself (bad namespace,
-// token or URL): retrying that would never succeed.
+// token or URL): retrying that would never succeed. A poll in flight when ctx ends may
+// still answer for pollStopGrace.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("worker: Run is already running")
@@ -227,7 +244,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 
 		started := time.Now()
-		runs, err := w.client.Poll(ctx, PollRequest{
+		runs, err := w.poll(ctx, PollRequest{
 			Connection: w.connection, Queue: w.queue, WorkerID: w.workerID,
 			Limit: free, LeaseSeconds: w.leaseSeconds, Wait: w.pollWait,
 		})
