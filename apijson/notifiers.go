@@ -19,6 +19,30 @@ type Notifier struct {
 	Secret        string            `json:"secret,omitempty"`
 	CreatedAt     Time              `json:"created_at"`
 	UpdatedAt     Time              `json:"updated_at"`
+	// Health is present in GET /notifiers and GET /notifiers/{name}.
+	Health *NotifierHealth `json:"health,omitempty"`
+}
+
+// NotifierHealth is what the dispatcher last saw of a notifier
+// (docs/NOTIFICATIONS.md "Notifier health").
+type NotifierHealth struct {
+	// State is "ok" (the latest attempt succeeded), "failing" (it failed)
+	// or "idle" (nothing attempted yet).
+	State         string  `json:"state"`
+	LastSuccessAt *Time   `json:"last_success_at"`
+	LastFailureAt *Time   `json:"last_failure_at"`
+	FailingSince  *Time   `json:"failing_since"`
+	LastError     *string `json:"last_error"`
+	// Pending counts deliveries still to be sent (pending or sending);
+	// Dead those given up on, until retention removes them.
+	Pending int64 `json:"pending"`
+	Dead    int64 `json:"dead"`
+}
+
+// FromNotifierHealth renders a notifier's health.
+func FromNotifierHealth(h models.NotifierHealth) *NotifierHealth {
+	return &NotifierHealth{State: h.State(), LastSuccessAt: AtPtr(h.LastSuccessAt), LastFailureAt: AtPtr(h.LastFailureAt),
+		FailingSince: AtPtr(h.FailingSince), LastError: h.LastError, Pending: h.Pending, Dead: h.Dead}
 }
 
 // FromNotifier renders a notifier; secret is "" unless it is to be shown.
@@ -32,13 +56,22 @@ type NotifierList struct {
 	Notifiers []Notifier `json:"notifiers"`
 }
 
-// FromNotifiers renders a list of notifiers (never their secrets).
-func FromNotifiers(list []models.Notifier) NotifierList {
+// FromNotifiers renders a list of notifiers (never their secrets) with
+// their health by notifier ID.
+func FromNotifiers(list []models.Notifier, health map[string]models.NotifierHealth) NotifierList {
 	out := NotifierList{Notifiers: make([]Notifier, len(list))}
 	for i := range list {
 		out.Notifiers[i] = FromNotifier(&list[i], "")
+		out.Notifiers[i].Health = FromNotifierHealth(health[list[i].ID])
 	}
 	return out
+}
+
+// RedeliverResult answers POST /notifiers/{name}/redeliver: how many dead
+// deliveries went back to pending, and whether more remain.
+type RedeliverResult struct {
+	Redelivered int  `json:"redelivered"`
+	More        bool `json:"more"`
 }
 
 // NotifierWrite is the body of POST /notifiers and PATCH /notifiers/{name}

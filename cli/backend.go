@@ -60,6 +60,8 @@ type backend interface {
 	CreateNotifier(ctx context.Context, req apijson.NotifierWrite) (*apijson.Notifier, error)
 	DeleteNotifier(ctx context.Context, name string) error
 	TestNotifier(ctx context.Context, name string) (*apijson.Delivery, error)
+	Redeliver(ctx context.Context, name, deliveryID, reason string) (*apijson.Delivery, error)
+	RedeliverDead(ctx context.Context, name, reason string) (*apijson.RedeliverResult, error)
 	NotifierDeliveriesPage(ctx context.Context, name string, limit int, cursor string) (*apijson.DeliveryPage, error)
 
 	// workBackfills works the running backfill jobs one pass, in direct
@@ -482,7 +484,11 @@ func (d *direct) ListNotifiers(ctx context.Context) (*apijson.NotifierList, erro
 	if err != nil {
 		return nil, err
 	}
-	out := apijson.FromNotifiers(list)
+	health, err := d.a.service.NotifierHealth(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromNotifiers(list, health)
 	return &out, nil
 }
 
@@ -506,6 +512,23 @@ func (d *direct) TestNotifier(ctx context.Context, name string) (*apijson.Delive
 	}
 	out := apijson.FromDelivery(del, name)
 	return &out, nil
+}
+
+func (d *direct) Redeliver(ctx context.Context, name, deliveryID, reason string) (*apijson.Delivery, error) {
+	del, err := d.a.service.Redeliver(ctx, d.ns, name, deliveryID, d.withReason(reason))
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromDelivery(del, name)
+	return &out, nil
+}
+
+func (d *direct) RedeliverDead(ctx context.Context, name, reason string) (*apijson.RedeliverResult, error) {
+	n, more, err := d.a.service.RedeliverDead(ctx, d.ns, name, d.withReason(reason))
+	if err != nil {
+		return nil, err
+	}
+	return &apijson.RedeliverResult{Redelivered: n, More: more}, nil
 }
 
 func (d *direct) NotifierDeliveriesPage(ctx context.Context, name string, limit int, cursor string) (*apijson.DeliveryPage, error) {

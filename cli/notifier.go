@@ -18,6 +18,7 @@ func notifierCommands() map[string]subcommand {
 		"remove":     {"delete a notifier and its delivery log", runNotifierRemove},
 		"test":       {"post a test event to a notifier now and show the result", runNotifierTest},
 		"deliveries": {"show a notifier's delivery log, newest first", runNotifierDeliveries},
+		"redeliver":  {"send a notifier's dead deliveries (or one, --delivery ID) again", runNotifierRedeliver},
 	}
 }
 
@@ -114,11 +115,70 @@ func runNotifierList(ctx context.Context, e env, args []string) error {
 		fmt.Fprintln(e.stdout, "No notifiers.")
 		return nil
 	}
-	t := newTable(e.stdout, "Name", "Format", "Events", "Selector", "URL")
+	t := newTable(e.stdout, "Name", "Format", "Health", "Pending", "Dead", "Events", "Selector", "URL")
 	for _, n := range list.Notifiers {
-		t.row(n.Name, n.Format, strings.Join(n.Events, ","), orDash(clean(pairsSummary(n.LabelSelector))), clean(n.URL))
+		t.row(n.Name, n.Format, healthText(n.Health), countText(n.Health, false), countText(n.Health, true),
+			strings.Join(n.Events, ","), orDash(clean(pairsSummary(n.LabelSelector))), clean(n.URL))
 	}
 	return t.flush()
+}
+
+// healthText is a notifier's health in a table: "ok", "idle" or "failing
+// since TIME".
+func healthText(h *apijson.NotifierHealth) string {
+	switch {
+	case h == nil:
+		return "-"
+	case h.FailingSince != nil:
+		return "failing since " + scheduling.FormatTime(h.FailingSince.T())
+	}
+	return h.State
+}
+
+func countText(h *apijson.NotifierHealth, dead bool) string {
+	switch {
+	case h == nil:
+		return "-"
+	case dead:
+		return strconv.FormatInt(h.Dead, 10)
+	}
+	return strconv.FormatInt(h.Pending, 10)
+}
+
+func runNotifierRedeliver(ctx context.Context, e env, args []string) error {
+	c := newNotifierCommand("notifier redeliver <name>", "tideline notifier redeliver ops --reason 'receiver fixed'", e)
+	delivery := c.fs.String("delivery", "", "only this dead delivery (its ID, from notifier deliveries)")
+	reason := c.fs.String("reason", "", "why, recorded in the notifier's history")
+	pos, err := c.parse(args, "<name>")
+	if err != nil {
+		return err
+	}
+	a, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if *delivery != "" {
+		d, err := a.Redeliver(ctx, pos[0], *delivery, *reason)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Delivery %s of %s is pending again.\n", d.ID, pos[0])
+		return nil
+	}
+	res, err := a.RedeliverDead(ctx, pos[0], *reason)
+	if err != nil {
+		return err
+	}
+	word := "deliveries"
+	if res.Redelivered == 1 {
+		word = "delivery"
+	}
+	fmt.Fprintf(e.stdout, "Sent %d dead %s of %s again.\n", res.Redelivered, word, pos[0])
+	if res.More {
+		fmt.Fprintf(e.stdout, "More are dead; run the command again for the next %d.\n", scheduling.MaxRedeliver)
+	}
+	return nil
 }
 
 func runNotifierRemove(ctx context.Context, e env, args []string) error {

@@ -33,9 +33,9 @@ func TestNotifierCommands(t *testing.T) {
 
 		out = d.run(t, "notifier", "list")
 		out = strings.ReplaceAll(out, rcv.URL, "URL")
-		require.Equal(t, "Name  Format  Events                                                                                                              Selector      URL\n"+
-			"chat  slack   run_failed,run_timed_out,schedule_paused_on_failure,run_not_started,fire_late,occurrences_missed,backfill_finished  -             URL/down\n"+
-			"ops   json    run_failed,fire_late                                                                                                team=billing  URL/hook\n", out)
+		require.Equal(t, "Name  Format  Health  Pending  Dead  Events                                                                                                              Selector      URL\n"+
+			"chat  slack   idle    0        0     run_failed,run_timed_out,schedule_paused_on_failure,run_not_started,fire_late,occurrences_missed,backfill_finished  -             URL/down\n"+
+			"ops   json    idle    0        0     run_failed,fire_late                                                                                                team=billing  URL/hook\n", out)
 		require.NotContains(t, d.run(t, "notifier", "list", "--output", "json"), "whsec_", "secrets are shown once")
 
 		out = d.run(t, "notifier", "test", "ops")
@@ -46,6 +46,16 @@ func TestNotifierCommands(t *testing.T) {
 
 		out = d.run(t, "notifier", "deliveries", "chat")
 		require.Regexp(t, regexp.MustCompile(`(?m)^[0-9A-Z]{26}\s+test\s+dead\s+1\s+502\s+-\s+\S+Z\s+receiver answered 502$`), out)
+
+		// chat's failed test left it failing, with one dead delivery to send again.
+		out = d.run(t, "notifier", "list")
+		require.Regexp(t, `(?m)^chat\s+slack\s+failing since \S+Z\s+0\s+1\s`, out)
+		require.Regexp(t, `(?m)^ops\s+json\s+ok\s+0\s+0\s`, out)
+		require.Equal(t, "Sent 1 dead delivery of chat again.\n", d.run(t, "notifier", "redeliver", "chat", "--reason", "receiver fixed"))
+		require.Equal(t, "Sent 0 dead deliveries of chat again.\n", d.run(t, "notifier", "redeliver", "chat"))
+		require.Regexp(t, `(?m)^chat\s+slack\s+failing since \S+Z\s+1\s+0\s`, d.run(t, "notifier", "list"))
+		_, err = d.fail(t, "notifier", "redeliver", "chat", "--delivery", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")
+		require.ErrorContains(t, err, "delivery_not_found")
 
 		_, err = d.fail(t, "notifier", "add", "bad", "--url", "ftp://x", "--event", "nope")
 		require.ErrorContains(t, err, "validation_failed")

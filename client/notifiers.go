@@ -53,3 +53,16 @@ func (c *Client) NotifierDeliveriesPage(ctx context.Context, name string, limit 
 	}
 	return call[apijson.DeliveryPage](ctx, c, request{method: http.MethodGet, path: notifierPath(name, "/deliveries"), query: q, idempotent: true})
 }
+
+// Redeliver sends one dead delivery of a notifier back to pending, due now.
+func (c *Client) Redeliver(ctx context.Context, name, deliveryID, reason string) (*apijson.Delivery, error) {
+	return call[apijson.Delivery](ctx, c, request{method: http.MethodPost,
+		path: notifierPath(name, "/deliveries/"+url.PathEscape(deliveryID)+"/redeliver"), body: apijson.RunActionRequest{Reason: reason}})
+}
+
+// RedeliverDead sends the notifier's dead deliveries back to pending (at
+// most 500 a call; More says whether to call again).
+func (c *Client) RedeliverDead(ctx context.Context, name, reason string) (*apijson.RedeliverResult, error) {
+	return call[apijson.RedeliverResult](ctx, c, request{method: http.MethodPost, path: notifierPath(name, "/redeliver"),
+		body: apijson.RunActionRequest{Reason: reason}})
+}

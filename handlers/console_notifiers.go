@@ -77,10 +77,15 @@ func (h *Console) notifiersPage(c echo.Context, r *request, status int, form vie
 	if err != nil {
 		return err
 	}
+	health, err := h.NotifierStore.NotifierHealth(c.Request().Context(), list)
+	if err != nil {
+		return err
+	}
 	v := views.NotifiersView{Form: form}
 	for _, n := range list {
 		v.Rows = append(v.Rows, views.NotifierRowView{Name: n.Name, URL: r.url(notifierURL(n.Name)), Target: n.URL, Format: n.Format,
-			Events: strings.Join(n.Events, ", "), Selector: sortedPairs(n.LabelSelector), TestURL: r.url(notifierURL(n.Name) + "/test")})
+			Events: strings.Join(n.Events, ", "), Selector: sortedPairs(n.LabelSelector), TestURL: r.url(notifierURL(n.Name) + "/test"),
+			Health: r.notifierHealth(health[n.ID])})
 	}
 	return Render(c, status, views.NotifiersPage(r.layout("Notifiers", "notifiers"), v))
 }
@@ -136,9 +141,16 @@ func (h *Console) notifierPage(c echo.Context, r *request, status int, n *models
 	if err != nil {
 		return err
 	}
+	health, err := h.NotifierStore.NotifierHealth(c.Request().Context(), []models.Notifier{*n})
+	if err != nil {
+		return err
+	}
 	base := notifierURL(n.Name)
 	v := views.NotifierView{Name: n.Name, NewSecret: secret, TestURL: r.url(base + "/test"), DeleteURL: r.url(base + "/delete"),
-		RotateURL: r.url(base + "/rotate")}
+		RotateURL: r.url(base + "/rotate"), Health: r.notifierHealth(health[n.ID]), CSRF: csrfToken(r.c)}
+	if v.Health.Dead > 0 {
+		v.RedeliverURL = r.url(base + "/redeliver")
+	}
 	if form != nil {
 		v.Form = *form
 	} else {
@@ -155,6 +167,9 @@ func (h *Console) notifierPage(c echo.Context, r *request, status int, n *models
 		}
 		if d.ScheduleID != nil {
 			row.Schedule = views.Link{Label: *d.ScheduleID, URL: r.url(scheduleURL(*d.ScheduleID))}
+		}
+		if d.Status == models.DeliveryDead {
+			row.RedeliverURL = r.url(base + "/deliveries/" + url.PathEscape(d.ID) + "/redeliver")
 		}
 		v.Deliveries = append(v.Deliveries, row)
 	}
@@ -248,4 +263,44 @@ func (h *Console) DeleteNotifier(c echo.Context) error {
 		return err
 	}
 	return r.redirect(r.url(notifiersPath), views.Flash{Kind: "ok", Message: "Notifier " + name + " deleted."})
+}
+
+// notifierHealth renders a notifier's health in the viewer's zone.
+func (r *request) notifierHealth(h models.NotifierHealth) views.NotifierHealthView {
+	return views.NotifierHealthView{State: h.State(), LastSuccess: momentPtr(h.LastSuccessAt, r.zone(""), r.now),
+		FailingSince: momentPtr(h.FailingSince, r.zone(""), r.now), LastError: deref(h.LastError), Pending: h.Pending, Dead: h.Dead}
+}
+
+// RedeliverDead answers POST /waterline/notifiers/{name}/redeliver: the
+// notifier's dead deliveries back to pending (at most
+// scheduling.MaxRedeliver), then its page.
+func (h *Console) RedeliverDead(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	n, more, err := h.NotifierStore.RedeliverDead(c.Request().Context(), r.ns, name, r.cc(""))
+	if err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("%s pending again.", countWord(n, "dead delivery is", "dead deliveries are"))
+	if more {
+		msg += fmt.Sprintf(" More are dead: redeliver again for the next %d.", scheduling.MaxRedeliver)
+	}
+	return r.redirect(r.url(notifierURL(name)), views.Flash{Kind: "ok", Message: msg})
+}
+
+// Redeliver answers POST /waterline/notifiers/{name}/deliveries/{id}/redeliver.
+func (h *Console) Redeliver(c echo.Context) error {
+	r, err := h.begin(c)
+	if err != nil {
+		return err
+	}
+	name := c.Param("name")
+	d, err := h.NotifierStore.Redeliver(c.Request().Context(), r.ns, name, c.Param("id"), r.cc(""))
+	if err != nil {
+		return err
+	}
+	return r.redirect(r.url(notifierURL(name)), views.Flash{Kind: "ok", Message: "Delivery " + d.ID + " is pending again."})
 }

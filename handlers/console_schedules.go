@@ -145,6 +145,9 @@ func (h *Console) Registry(c echo.Context) error {
 		v.LoopWarning = fmt.Sprintf("%s more than %s past %s fire time: no scheduling loop seems to be running (every replica started with --no-loop, or the loop is stuck).",
 			countWord(int(counts.Stale), "schedule is", "schedules are"), durationText(scheduling.LoopGrace), plural(counts.Stale, "its", "their"))
 	}
+	if err := h.alertsWarning(c, r, &v); err != nil {
+		return err
+	}
 	if r.canAdmin() {
 		v.NewURL = r.url(registryPath + "/new")
 	}
@@ -654,4 +657,29 @@ func targetText(t *models.Target) string {
 		method = "POST"
 	}
 	return fmt.Sprintf("HTTP %s to %s (timeout %d s)", method, host, t.TimeoutSeconds)
+}
+
+// alertsWarning fills the registry's banner when a notifier of the
+// namespace is failing: alerts about these schedules are not arriving.
+func (h *Console) alertsWarning(c echo.Context, r *request, v *views.RegistryView) error {
+	failing, health, err := h.NotifierStore.FailingNotifiers(c.Request().Context(), r.ns)
+	if err != nil || len(failing) == 0 {
+		return err
+	}
+	first := health[failing[0].ID]
+	m := moment(*first.FailingSince, r.zone(""), r.now)
+	since := m.Text + " (" + m.Relative + ")"
+	what := fmt.Sprintf("notifier %s is failing since %s", failing[0].Name, since)
+	if len(failing) > 1 {
+		what = fmt.Sprintf("%d notifiers are failing, %s since %s", len(failing), failing[0].Name, since)
+	}
+	var pending, dead int64
+	for _, n := range failing {
+		pending, dead = pending+health[n.ID].Pending, dead+health[n.ID].Dead
+	}
+	v.AlertsWarning = fmt.Sprintf("Alerts are not being delivered: %s; %d pending, %d dead. Last error: %s.", what, pending, dead, deref(first.LastError))
+	if r.canAdmin() {
+		v.AlertsURL = r.url(notifiersPath)
+	}
+	return nil
 }

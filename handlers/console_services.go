@@ -58,6 +58,10 @@ type NotifierKeeper interface {
 	DeleteNotifier(ctx context.Context, namespace, name string, cc *scheduling.CommandContext) error
 	TestNotifier(ctx context.Context, namespace, name, actor string) (*models.Delivery, error)
 	ListDeliveries(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.DeliveryPage, error)
+	NotifierHealth(ctx context.Context, list []models.Notifier) (map[string]models.NotifierHealth, error)
+	FailingNotifiers(ctx context.Context, namespace string) ([]models.Notifier, map[string]models.NotifierHealth, error)
+	Redeliver(ctx context.Context, namespace, name, deliveryID string, cc *scheduling.CommandContext) (*models.Delivery, error)
+	RedeliverDead(ctx context.Context, namespace, name string, cc *scheduling.CommandContext) (int, bool, error)
 }
 
 // NamespaceDirectory answers which namespaces exist (the switcher) and which

@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidelinehq/tideline/apijson"
+	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -19,7 +20,11 @@ func (h *API) ListNotifiers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apijson.FromNotifiers(list))
+	health, err := h.Service.NotifierHealth(c.Request().Context(), list)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromNotifiers(list, health))
 }
 
 // CreateNotifier answers POST /notifiers with 201 and the notifier,
@@ -53,7 +58,13 @@ func (h *API) GetNotifier(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apijson.FromNotifier(n, ""))
+	health, err := h.Service.NotifierHealth(c.Request().Context(), []models.Notifier{*n})
+	if err != nil {
+		return err
+	}
+	out := apijson.FromNotifier(n, "")
+	out.Health = apijson.FromNotifierHealth(health[n.ID])
+	return c.JSON(http.StatusOK, out)
 }
 
 // UpdateNotifier answers PATCH /notifiers/{name}; the answer carries the
@@ -104,6 +115,45 @@ func (h *API) TestNotifier(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, apijson.FromDelivery(d, name))
+}
+
+// Redeliver answers POST /notifiers/{name}/deliveries/{id}/redeliver
+// {reason?}: a dead delivery back to pending, due now, with a fresh retry
+// window.
+func (h *API) Redeliver(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req apijson.RunActionRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	name := c.Param("name")
+	d, err := h.Service.Redeliver(c.Request().Context(), ns, name, c.Param("id"), commandContext(c, "api", req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.FromDelivery(d, name))
+}
+
+// RedeliverDead answers POST /notifiers/{name}/redeliver {reason?}: up to
+// scheduling.MaxRedeliver dead deliveries back to pending in one
+// transaction.
+func (h *API) RedeliverDead(c echo.Context) error {
+	ns, err := h.ns(c)
+	if err != nil {
+		return err
+	}
+	var req apijson.RunActionRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	n, more, err := h.Service.RedeliverDead(c.Request().Context(), ns, c.Param("name"), commandContext(c, "api", req.Reason))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apijson.RedeliverResult{Redelivered: n, More: more})
 }
 
 // NotifierDeliveries answers GET /notifiers/{name}/deliveries, newest

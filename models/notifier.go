@@ -53,8 +53,11 @@ type Delivery struct {
 	LastStatusCode *int            `bun:"last_status_code"`
 	LastError      *string         `bun:"last_error"`
 	DeliveredAt    *time.Time      `bun:"delivered_at"`
-	CreatedAt      time.Time       `bun:"created_at,notnull"`
-	UpdatedAt      time.Time       `bun:"updated_at,notnull"`
+	// RedeliveredAt is when an operator last sent the dead delivery back;
+	// its retry window counts from then (migration 0024).
+	RedeliveredAt *time.Time `bun:"redelivered_at"`
+	CreatedAt     time.Time  `bun:"created_at,notnull"`
+	UpdatedAt     time.Time  `bun:"updated_at,notnull"`
 }
 
 // InsertNotifier writes a new notifier; a duplicate name is reported by
@@ -128,6 +131,9 @@ func CountNotifiers(ctx context.Context, db bun.IDB, namespace string) (int, err
 func DeleteNotifier(ctx context.Context, db bun.IDB, id string) error {
 	if _, err := db.NewDelete().Model((*Delivery)(nil)).Where("notifier_id = ?", id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete deliveries: %w", err)
+	}
+	if err := DeleteNotifierHealth(ctx, db, id); err != nil {
+		return err
 	}
 	if _, err := db.NewDelete().Model((*Notifier)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
 		return fmt.Errorf("delete notifier: %w", err)

@@ -19,6 +19,7 @@ const (
 	CodeScheduleNotFound = "schedule_not_found"
 	CodeRunNotFound      = "run_not_found"
 	CodeNotifierNotFound = "notifier_not_found"
+	CodeDeliveryNotFound = "delivery_not_found"
 	CodeVersionNotFound  = "version_not_found" // a version number the schedule does not have
 	CodeBackfillNotFound = "backfill_not_found"
 
@@ -33,6 +34,7 @@ const (
 	CodeRunNoSchedule          = "run_has_no_schedule" // run again of a run its schedule no longer backs
 	CodeCancelAlreadyRequested = "cancel_already_requested"
 	CodeNotifierAlreadyExists  = "notifier_already_exists"
+	CodeDeliveryNotDead        = "delivery_not_dead" // redelivery of a delivery that is not dead
 	CodeTooManyNotifiers       = "too_many_notifiers"
 	CodeNoChange               = "no_change"            // a revert to what the schedule already is
 	CodeBackfillNotRunning     = "backfill_not_running" // pause of a job that is not running

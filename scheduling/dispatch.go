@@ -328,19 +328,43 @@ func (s *Service) attempt(ctx context.Context, d *models.Delivery, nf *models.No
 		}
 		d.LastError = &msg
 		next := now.Add(deliveryRetryDelay(d.Attempts))
-		if nf == nil || d.EventType == notify.EventTest || next.After(d.CreatedAt.Add(DeliveryGiveUpAfter)) {
+		if nf == nil || d.EventType == notify.EventTest || next.After(retryWindowStart(d).Add(DeliveryGiveUpAfter)) {
 			d.Status, d.NextAttemptAt, outcome = models.DeliveryDead, nil, "dead"
 		} else {
 			d.Status, d.NextAttemptAt, outcome = models.DeliveryPending, &next, "retry"
 		}
 	}
-	if _, err := models.FinishAttempt(ctx, s.db, d, claim); err != nil {
+	wrote, err := models.FinishAttempt(ctx, s.db, d, claim)
+	if err != nil {
 		return healthy, err
+	}
+	if wrote && nf != nil {
+		if err := noteNotifierHealth(ctx, s.db, nf.ID, d, now); err != nil {
+			return healthy, err
+		}
 	}
 	if s.notify.OnAttempt != nil {
 		s.notify.OnAttempt(d.EventType, outcome, s.clock.Now().Sub(began))
 	}
 	return healthy, nil
+}
+
+// retryWindowStart is when a delivery's retry window began: its creation,
+// or its last redelivery by an operator.
+func retryWindowStart(d *models.Delivery) time.Time {
+	if d.RedeliveredAt != nil {
+		return *d.RedeliveredAt
+	}
+	return d.CreatedAt
+}
+
+// noteNotifierHealth records a finished attempt in the notifier's health
+// (docs/NOTIFICATIONS.md "Notifier health").
+func noteNotifierHealth(ctx context.Context, db bun.IDB, notifierID string, d *models.Delivery, now time.Time) error {
+	if d.Status == models.DeliveryDelivered {
+		return models.NoteDeliverySuccess(ctx, db, notifierID, now)
+	}
+	return models.NoteDeliveryFailure(ctx, db, notifierID, now, *d.LastError)
 }
 
 // post renders, signs and sends a delivery to its notifier's URL.

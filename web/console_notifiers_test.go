@@ -78,7 +78,7 @@ func TestConsoleNotifiers(t *testing.T) {
 	require.Contains(t, fieldError(p.Doc, "events"), "at least one")
 
 	doc = c.page200("/waterline/notifiers")
-	require.Equal(t, "slack", textOf(doc.Find(tid("notifier-row")).Find("td").Eq(1)))
+	require.Equal(t, "slack", textOf(doc.Find(tid("notifier-row")).Find(tid("notifier-format"))))
 
 	doc = c.page200(seeOther(t, c.post("/waterline/notifiers/ops/delete", url.Values{})))
 	require.Contains(t, textOf(doc.Find(tid("flash"))), "Notifier ops deleted.")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/scheduling"
@@ -19,7 +20,11 @@ import (
 // newNotifyAPI serves a service whose notifiers may reach this machine:
 // the tests' receivers listen on 127.0.0.1.
 func newNotifyAPI(t *testing.T) *apiFixture {
-	db := dbtest.SQLite(t)
+	return newNotifyAPIOn(t, dbtest.SQLite(t))
+}
+
+// newNotifyAPIOn is newNotifyAPI on a database of the caller's.
+func newNotifyAPIOn(t *testing.T, db *bun.DB) *apiFixture {
 	clock := schedtest.NewClock(t0)
 	svc := scheduling.New(scheduling.Config{DB: db, Clock: clock, Rand: schedtest.Rand{}, Logger: slog.New(slog.DiscardHandler),
 		Notify: scheduling.NotifyConfig{AllowPrivate: true, PublicURL: "https://tideline.example.com"}})
@@ -114,7 +119,15 @@ func TestNotifierAPIShapesMatchOpenAPI(t *testing.T) {
 		t.Helper()
 		require.Equal(t, oapiProperties(t, doc, schema(name)), oapiKeys(body), "fields of %s", name)
 	}
-	same("Notifier", f.must(201, "POST", v2+"/notifiers", `{"name":"ops","url":"`+rcv.URL+`","events":["run_failed"]}`))
+	// The secret is only in the answer that creates it, the health only in
+	// reads: together they are the schema.
+	created := f.must(201, "POST", v2+"/notifiers", `{"name":"ops","url":"`+rcv.URL+`","events":["run_failed"]}`)
+	read := f.must(200, "GET", v2+"/notifiers/ops", "")
+	require.Contains(t, read, "health")
+	require.NotContains(t, created, "health")
+	created["health"] = read["health"]
+	same("Notifier", created)
+	same("NotifierHealth", read["health"].(map[string]any))
 	same("NotifierList", f.must(200, "GET", v2+"/notifiers", ""))
 	same("Delivery", f.must(200, "POST", v2+"/notifiers/ops/test", ""))
 	same("DeliveryPage", f.must(200, "GET", v2+"/notifiers/ops/deliveries", ""))

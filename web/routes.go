@@ -86,6 +86,8 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.DELETE("/notifiers/:name", api.DeleteNotifier, admin)
 		a.POST("/notifiers/:name/test", api.TestNotifier, admin)
 		a.GET("/notifiers/:name/deliveries", api.NotifierDeliveries, admin)
+		a.POST("/notifiers/:name/deliveries/:id/redeliver", api.Redeliver, admin)
+		a.POST("/notifiers/:name/redeliver", api.RedeliverDead, admin)
 		a.GET("/notifiers/:name/history", api.NotifierHistory, admin)
 		a.RouteNotFound("/*", apiFallback(e))
 	}
@@ -155,6 +157,8 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.POST("/notifiers/:name/test", console.TestNotifier, cAdmin)
 	w.POST("/notifiers/:name/rotate", console.RotateNotifierSecret, cAdmin)
 	w.POST("/notifiers/:name/delete", console.DeleteNotifier, cAdmin)
+	w.POST("/notifiers/:name/redeliver", console.RedeliverDead, cAdmin)
+	w.POST("/notifiers/:name/deliveries/:id/redeliver", console.Redeliver, cAdmin)
 }
 
 // apiFallback answers API requests no route matches, as JSON like every
