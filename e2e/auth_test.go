@@ -196,7 +196,7 @@ func TestAuthenticatedConsole(t *testing.T) {
 	if refused.Status() != http.StatusForbidden {
 		t.Fatalf("viewer pause: status %d, want 403", refused.Status())
 	}
-	must(t, "refused for the role", expect.Locator(viewer.GetByTestId("error-message")).ToContainText("role viewer may not operate: this needs the operator or admin role"))
+	must(t, "refused for the role", expect.Locator(viewer.GetByTestId("error-message")).ToContainText("Your role (viewer) cannot do this: this needs the operator or admin role"))
 	doc, err := viewer.Goto("/waterline/schedules/new")
 	must(t, "viewer opens the create form", err)
 	if doc.Status() != http.StatusForbidden {

@@ -157,7 +157,11 @@ func parseCron(source string) (*cronExpr, string) {
 	}
 	fields := strings.Fields(text)
 	if len(fields) != 5 {
-		return nil, fmt.Sprintf("%q has %d fields; Tideline accepts standard 5-field cron (minute hour day-of-month month day-of-week)", source, len(fields))
+		word := "fields"
+		if len(fields) == 1 {
+			word = "field"
+		}
+		return nil, fmt.Sprintf("%q has %d %s; Tideline accepts standard 5-field cron (minute hour day-of-month month day-of-week)", source, len(fields), word)
 	}
 	e := &cronExpr{source: source}
 	specs := []cronFieldSpec{minuteSpec, hourSpec, domSpec, monthSpec, dowSpec}

@@ -27,7 +27,7 @@ func TestScheduleFormSummarisesEveryError(t *testing.T) {
 	v := sampleForm()
 	v.Errors = map[string]string{
 		"labels":           "line 2: write key=value",
-		"cron_expressions": "line 2: minute field \"61\": 61 is outside 0-59\nline 3: \"nope\" has 1 fields",
+		"cron_expressions": "line 2: minute field \"61\": 61 is outside 0-59\nline 3: \"nope\" has 1 field",
 		"schedule_id":      "must be 1-200 characters",
 		"namespace":        "namespace is unknown",
 	}

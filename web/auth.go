@@ -85,12 +85,18 @@ func (g *guard) api(perm auth.Permission) echo.MiddlewareFunc {
 				return echo.NewHTTPError(http.StatusUnauthorized, "a valid bearer token is required")
 			}
 			if !p.Can(perm) {
-				return echo.NewHTTPError(http.StatusForbidden, "role "+p.Role+" may not "+perm.String()+": "+perm.Needs())
+				return forbidden(p.Role, perm)
 			}
 			setPrincipal(c, p)
 			return next(c)
 		}
 	}
+}
+
+// forbidden is the 403 of a role without perm, in words an operator reads
+// on the console's error page as well as in an API error.
+func forbidden(role string, perm auth.Permission) error {
+	return echo.NewHTTPError(http.StatusForbidden, "Your role ("+role+") cannot do this: "+perm.Needs()+".")
 }
 
 // console checks the route's permission for the session that
@@ -117,7 +123,7 @@ func (g *guard) console(perm auth.Permission) echo.MiddlewareFunc {
 				return c.Redirect(http.StatusSeeOther, login)
 			}
 			if !s.Principal.Can(perm) {
-				return echo.NewHTTPError(http.StatusForbidden, "role "+s.Principal.Role+" may not "+perm.String()+": "+perm.Needs())
+				return forbidden(s.Principal.Role, perm)
 			}
 			setPrincipal(c, s.Principal)
 			return next(c)

@@ -598,6 +598,8 @@ func TestConsoleEditSchedule(t *testing.T) {
 		require.Equal(t, "/waterline/schedules/preview?schedule_id=daily-sync", attrOf(t, doc.Find("aside[hx-post]"), "hx-post"))
 		_, readonly := doc.Find(tid("input-schedule_id")).Attr("readonly")
 		require.True(t, readonly)
+		_, novalidate := form.Attr("novalidate")
+		require.True(t, novalidate, "the server lists every problem at once; the browser would bubble one at a time (issue 37 §13)")
 		require.Zero(t, doc.Find(tid("input-paused")).Length())
 		values := formValues(form)
 		require.Equal(t, "30 2 * * *", values.Get("cron_expressions"))
@@ -638,6 +640,15 @@ func TestConsoleEditSchedule(t *testing.T) {
 		p = c.post("/waterline/schedules/daily-sync/edit", edited)
 		require.Equal(t, http.StatusUnprocessableEntity, p.Status)
 		require.Contains(t, fieldError(p.Doc, "jitter_seconds"), "between 0 and 3600")
+
+		// Two numbers out of range at once: both are listed.
+		both := formValues(form)
+		both.Set("jitter_seconds", "7200")
+		both.Set("run_timeout_seconds", "-5")
+		p = c.post("/waterline/schedules/daily-sync/edit", both)
+		require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+		require.NotEmpty(t, fieldError(p.Doc, "jitter_seconds"))
+		require.NotEmpty(t, fieldError(p.Doc, "run_timeout_seconds"))
 
 		// Reformatting the input JSON is not a change; the cron and note are.
 		edited.Set("jitter_seconds", "0")

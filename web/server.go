@@ -89,6 +89,7 @@ func NewServer(d Deps) *echo.Echo {
 		ContentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
 	}))
 	e.Use(transportHeaders(d.Auth))
+	e.Use(compress())
 	if !d.Auth.Store.Enabled() {
 		e.Use(localOnly)
 	}
