@@ -349,14 +349,25 @@ func (c *HealthConditions) rank(db bun.IDB) (string, []any) {
 }
 
 // inRank keeps q's schedules of one rank: those the rule's index finds
-// (for a state) whose rank expression is the rank.
+// (for a state) for which its rule holds and no earlier rule does. It is
+// the rank expression's "= rank" spelled out rule by rule, because that is
+// what PostgreSQL can estimate: it guessed "CASE … END = 4" kept 0.5 % of
+// the rows, and sorted the whole namespace for a page of the rest (26 ms at
+// 20,000 schedules) instead of walking the ID key for 51 (1.5 ms).
 func (c *HealthConditions) inRank(db bun.IDB, q *bun.SelectQuery, namespace string, rank int) *bun.SelectQuery {
-	if rank < len(c.Rules) && c.Rules[rank].From != nil {
-		from, args := c.Rules[rank].From(namespace)
-		q = q.Where("s.id IN ("+from+")", args...)
+	if rank < len(c.Rules) {
+		if c.Rules[rank].From != nil {
+			from, args := c.Rules[rank].From(namespace)
+			q = q.Where("s.id IN ("+from+")", args...)
+		}
+		cond, args := c.Rules[rank].Where(db)
+		q = q.Where(cond, args...)
 	}
-	expr, args := c.rank(db)
-	return q.Where(expr+" = ?", append(args, rank)...)
+	for _, r := range c.Rules[:min(rank, len(c.Rules))] {
+		cond, args := r.Where(db)
+		q = q.Where("("+cond+") IS NOT TRUE", args...)
+	}
+	return q
 }
 
 // scheduleWithHealth is a list row: the schedule and, joined in the same
