@@ -133,12 +133,10 @@ func (r *request) rowDetail(s *models.Schedule, loc *time.Location, pause *views
 			queue = "default"
 		}
 		return &views.RowDetail{Kind: "stuck", URL: latestURL,
-			Text: fmt.Sprintf("pending %s on queue %s — no worker has claimed it", since(lr.PendingSince()), queue)}
+			Text: fmt.Sprintf("pending %s — unclaimed on queue %s", since(lr.PendingSince()), queue)}
 	case scheduling.HealthSkipping:
-		text := fmt.Sprintf("fires skipped behind a run %s for %s", lr.Status, since(lr.CreatedAt))
-		if s.LastSkippedAt != nil {
-			text += "; last skipped " + relative(*s.LastSkippedAt, r.now)
-		}
+		// The Last result column has the latest skip and its time.
+		text := fmt.Sprintf("fires skip behind a %s run, started %s", lr.Status, relative(lr.CreatedAt, r.now))
 		return &views.RowDetail{Kind: "skipping", URL: latestURL, Text: text}
 	case scheduling.HealthOverdue:
 		return &views.RowDetail{Kind: "overdue",

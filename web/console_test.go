@@ -281,7 +281,7 @@ func TestConsoleRegistry(t *testing.T) {
 		alpha := rowOf(doc, "alpha")
 		require.Equal(t, "paused", attrOf(t, alpha.Find(tid("status-badge")), "data-status"))
 		require.Zero(t, alpha.Find(tid("schedule-note")).Length(), "alpha has no note; the pause reason is not one")
-		require.Equal(t, "paused", textOf(alpha.Find(tid("pause-note"))))
+		require.Equal(t, "paused · by local", textOf(alpha.Find(tid("pause-note"))))
 		require.Equal(t, "local", textOf(alpha.Find(tid("paused-by"))))
 		require.Equal(t, "upstream outage · since 2026-07-16 12:00 UTC", textOf(alpha.Find(tid("row-detail"))),
 			"the pause reason and its time are on the row, not only in a tooltip")
