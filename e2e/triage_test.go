@@ -226,3 +226,40 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// Issue 37, minor 15: a schedule's and a run's page titles name them, and
+// the registry's title comes back when the History modal (which brings the
+// History page's title with it) closes, by × or by Esc.
+func TestPageTitlesNameTheirObject(t *testing.T) {
+	forEachDatabase(t, noLoop, func(t *testing.T, srv *server) {
+		api := newAPI(t, srv)
+		api.createSchedule(sched{ID: "nightly-x", Cron: "0 2 * * *"})
+		var tr struct {
+			RunID string `json:"run_id"`
+		}
+		api.must(http.MethodPost, "/schedules/nightly-x/trigger", map[string]any{}, http.StatusOK, &tr)
+
+		page := newPage(t, pageOptions{BaseURL: srv.BaseURL})
+		gotoOK(t, page, "/waterline/schedules/nightly-x")
+		must(t, "schedule title", expect.Page(page).ToHaveTitle("Schedule nightly-x · Tideline"))
+		gotoOK(t, page, "/waterline/runs/"+tr.RunID)
+		must(t, "run title", expect.Page(page).ToHaveTitle("Run "+tr.RunID+" · Tideline"))
+
+		openRegistry(t, page, "")
+		must(t, "registry title", expect.Page(page).ToHaveTitle("Schedules · Tideline"))
+		row := scheduleRow(page, "nightly-x")
+		modal := page.GetByTestId("modal")
+		for _, closeBy := range []string{"×", "Esc"} {
+			must(t, "open History", rowAction(t, row, "action-history").Click())
+			must(t, "history modal", expect.Locator(modal).ToBeVisible())
+			must(t, "its events", expect.Locator(modal.GetByTestId("history-event").First()).ToBeVisible())
+			if closeBy == "×" {
+				must(t, "close by ×", modal.GetByTestId("modal-close").Click())
+			} else {
+				must(t, "close by Esc", page.Keyboard().Press("Escape"))
+			}
+			must(t, "modal closed", expect.Locator(modal).ToBeHidden())
+			must(t, "title back after closing by "+closeBy, expect.Page(page).ToHaveTitle("Schedules · Tideline"))
+		}
+	})
+}

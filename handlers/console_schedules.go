@@ -595,7 +595,7 @@ func (h *Console) Detail(c echo.Context) error {
 	if r.detailIsLive(d.Schedule, runs.Runs) || jobRunning {
 		v.RefreshURL = c.Request().URL.RequestURI()
 	}
-	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), v))
+	return ok(c, views.ScheduleDetailPage(r.layout("Schedule "+d.Schedule.ScheduleID, "schedules"), v))
 }
 
 func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {

@@ -134,3 +134,27 @@ func TestConsoleTrailingSlashRedirects(t *testing.T) {
 		require.Equal(t, bare.Header.Get("Location"), slash.Header.Get("Location"))
 	})
 }
+
+// Page titles name the schedule or run they show (issue 37, minor 15).
+func TestConsolePageTitlesNameTheirObject(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		const v2 = "/waterline/api/v2"
+		c.api.must(201, "POST", v2+"/schedules", `{"schedule_id":"nightly-x","cron":"0 2 * * *","action":{"workflow_type":"w"}}`)
+		runID := c.api.must(200, "POST", v2+"/schedules/nightly-x/trigger", "")["run_id"].(string)
+		for path, want := range map[string]string{
+			"/waterline/schedules":                   "Schedules",
+			"/waterline/schedules/nightly-x":         "Schedule nightly-x",
+			"/waterline/schedules/nightly-x/edit":    "Edit nightly-x",
+			"/waterline/schedules/nightly-x/history": "History nightly-x",
+			"/waterline/runs/" + runID:               "Run " + runID,
+			"/waterline/runs":                        "Runs",
+		} {
+			p := c.get(path)
+			require.Equal(t, http.StatusOK, p.Status, path)
+			require.Equal(t, want+" · Tideline", p.Doc.Find("title").Text(), path)
+		}
+	})
+}
