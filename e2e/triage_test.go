@@ -174,6 +174,18 @@ func TestRegistryTriage(t *testing.T) {
 			}
 		}
 
+		// The runs list: each start on one line, the attempt and the error.
+		gotoOK(t, page, "/waterline/runs")
+		runRows := page.GetByTestId("run-row")
+		must(t, "runs", expect.Locator(runRows.First()).ToBeVisible())
+		must(t, "the error in the list", expect.Locator(page.GetByTestId("run-error").Filter(playwright.LocatorFilterOptions{HasText: "ledger API answered 503"})).ToBeVisible())
+		tall, err := page.Locator(`[data-testid="run-started"] time`).EvaluateAll(`ts => ts.filter(t => t.getClientRects().length > 1).map(t => t.textContent)`)
+		must(t, "start times", err)
+		if list, _ := tall.([]any); len(list) > 0 {
+			t.Fatalf("start times wrap: %v", list)
+		}
+		shootJob(t, page, "console-runs.png")
+
 		// A phone: cards, the detail on each, nothing sideways.
 		phone := newPage(t, pageOptions{BaseURL: srv.BaseURL})
 		must(t, "phone viewport", phone.SetViewportSize(390, 844))

@@ -889,3 +889,20 @@ func SchedulesByID(ctx context.Context, db bun.IDB, ulids []string) (map[string]
 	}
 	return out, nil
 }
+
+// ScheduleZones reads the time zones of schedules by ULID (deleted ones
+// included): the runs list shows each run's times in its schedule's zone.
+func ScheduleZones(ctx context.Context, db bun.IDB, ulids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ulids) == 0 {
+		return out, nil
+	}
+	var rows []Schedule
+	if err := db.NewSelect().Model(&rows).Column("s.id", "s.spec").Where("s.id IN (?)", bun.In(ulids)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("read schedule zones: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Spec.Timezone
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 
@@ -156,5 +157,38 @@ func TestConsolePageTitlesNameTheirObject(t *testing.T) {
 			require.Equal(t, http.StatusOK, p.Status, path)
 			require.Equal(t, want+" · Tideline", p.Doc.Find("title").Text(), path)
 		}
+	})
+}
+
+// The runs list (issue 37, minors 10 and 12): each run's start in its
+// schedule's zone under the "Schedule's zone" setting (UTC under "UTC"),
+// on one line; its attempt out of the policy's; a failed run's error.
+func TestConsoleRunsListZoneAttemptAndError(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		const v2 = "/waterline/api/v2"
+		c.api.must(201, "POST", v2+"/schedules", `{"schedule_id":"tokyo","spec":{"cron_expressions":["0 2 * * *"],"timezone":"Asia/Tokyo"},"overlap_policy":"allow_all","action":{"workflow_type":"w","retry_policy":{"max_attempts":3}}}`)
+		runID := c.api.must(200, "POST", v2+"/schedules/tokyo/trigger", "")["run_id"].(string)
+		c.api.must(200, "POST", v2+"/worker/poll", `{"worker_id":"w1","limit":1}`)
+		c.api.must(200, "POST", v2+"/worker/runs/"+runID+"/fail", `{"worker_id":"w1","message":"disk full","type":"io","non_retryable":true}`)
+
+		row := func() *goquery.Selection {
+			doc := c.page200("/waterline/runs")
+			r := doc.Find(tid("run-row") + `[data-run-id="` + runID + `"]`)
+			require.Equal(t, 1, r.Length())
+			return r
+		}
+		r := row()
+		// t0 is 2026-07-16 12:00 UTC: 21:00 in Tokyo.
+		require.Equal(t, "2026-07-16 21:00 JST", textOf(r.Find(tid("run-started")).Find("time")), "in the schedule's zone")
+		require.True(t, r.Find(tid("run-started")).Find("time").HasClass("nowrap"))
+		require.Equal(t, "1 / 3", textOf(r.Find(tid("run-attempt"))))
+		require.Equal(t, "io: disk full", textOf(r.Find(tid("run-error"))))
+		require.Equal(t, "/waterline/runs/"+runID, attrOf(t, r.Find(tid("run-error")).Find("a"), "href"))
+
+		require.Equal(t, http.StatusSeeOther, c.get("/waterline/time?pref=utc&return_to=/waterline/runs").Status)
+		require.Equal(t, "2026-07-16 12:00 UTC", textOf(row().Find(tid("run-started")).Find("time")), "the UTC setting")
 	})
 }
