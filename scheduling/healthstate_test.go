@@ -53,6 +53,17 @@ func healthZoo(t *testing.T, f *fixture) map[string]string {
 	require.Len(t, f.poll(1, 3600), 1)
 	trigger("skipping")
 
+	// retrying: an attempt failed and the run waits 20 min to retry; a
+	// run held back is not stuck before it may start.
+	retrying := cronInput("retrying", "0 0 1 1 *")
+	retrying.Action.RetryPolicy = &models.RetryPolicy{MaxAttempts: ptr(3), InitialIntervalSeconds: ptr[int64](1200)}
+	f.create(retrying)
+	retryRun := trigger("retrying")
+	require.Len(t, f.poll(1, 3600), 1)
+	_, err := f.svc.FailRun(f.ctx, "default", retryRun, w1, scheduling.Failure{Message: "flaky", Type: "io"})
+	require.NoError(t, err)
+	require.Equal(t, models.RunPending, f.run(retryRun).Status, "waiting for its next attempt")
+
 	// Nothing polls from here on: the runs created below stay pending.
 	// failing-stuck: failed once, then a run nobody claims (failing wins).
 	yearly("failing-stuck", scheduling.OverlapAllowAll)
@@ -75,7 +86,7 @@ func healthZoo(t *testing.T, f *fixture) map[string]string {
 	// overdue: due every minute and never ticked; its paused twin is not.
 	f.create(cronInput("overdue", "* * * * *"))
 	f.create(cronInput("paused-overdue", "* * * * *"))
-	_, err := f.svc.Pause(f.ctx, "default", "paused-overdue", scheduling.PauseInput{Reason: "r"}, nil)
+	_, err = f.svc.Pause(f.ctx, "default", "paused-overdue", scheduling.PauseInput{Reason: "r"}, nil)
 	require.NoError(t, err)
 	f.clock.Advance(2*time.Minute + time.Second)
 	return map[string]string{
@@ -83,7 +94,7 @@ func healthZoo(t *testing.T, f *fixture) map[string]string {
 		"stuck": scheduling.HealthStuck, "stuck-deadline": scheduling.HealthStuck,
 		"overdue": scheduling.HealthOverdue, "skipping": scheduling.HealthSkipping,
 		"pending-young": scheduling.HealthNoRuns, "paused-overdue": scheduling.HealthNoRuns,
-		"ok": scheduling.HealthOK, "no-runs": scheduling.HealthNoRuns,
+		"ok": scheduling.HealthOK, "no-runs": scheduling.HealthNoRuns, "retrying": scheduling.HealthNoRuns,
 	}
 }
 
@@ -150,7 +161,7 @@ func TestHealthStatesAgree(t *testing.T) {
 			cursor = page.NextCursor
 		}
 		require.Equal(t, []string{"failing", "failing-stuck", "stuck", "stuck-deadline", "overdue", "skipping",
-			"no-runs", "ok", "paused-overdue", "pending-young"}, order)
+			"no-runs", "ok", "paused-overdue", "pending-young", "retrying"}, order)
 		// One page of everything in the same order.
 		page, err := f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "default", Sort: "health"})
 		require.NoError(t, err)
@@ -165,6 +176,15 @@ func TestHealthStatesAgree(t *testing.T) {
 		require.Len(t, f.poll(10, 3600), 4, "the four pending runs")
 		require.Equal(t, scheduling.HealthSkipping, f.get("stuck").HealthState)
 		require.Equal(t, scheduling.HealthNoRuns, f.get("stuck-deadline").HealthState)
+
+		// The retrying run is stuck once its next attempt has waited past
+		// the threshold, counted from when it could start.
+		f.clock.Advance(20*time.Minute + scheduling.DefaultStuckAfter - 5*time.Minute)
+		require.Equal(t, scheduling.HealthStuck, f.get("retrying").HealthState)
+		page, err = f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "default", Health: scheduling.HealthStuck})
+		require.NoError(t, err)
+		require.Len(t, page.Schedules, 1)
+		require.Equal(t, "retrying", page.Schedules[0].ScheduleID)
 	})
 }
 
