@@ -144,6 +144,7 @@ func TestRegistryTriage(t *testing.T) {
 		must(t, "the zone under the spec", expect.Locator(failing.GetByTestId("timezone")).ToHaveText("America/New_York"))
 		must(t, "overdue label", expect.Locator(scheduleRow(page, "weekday-standup-digest").GetByTestId("overdue")).ToHaveText("overdue"))
 		noCutOff(t, page, "1440×900, all")
+		checkA11y(t, page, "the triage registry at 1440×900")
 		shootJob(t, page, "console-registry-triage.png")
 
 		// Each chip's count is its list's length, and every row it lists
@@ -201,6 +202,9 @@ func TestRegistryTriage(t *testing.T) {
 				t.Fatalf("%s: the page is %d px wide at 390", v.query, w)
 			}
 			must(t, "scroll to the cards", phone.GetByTestId("health-chips").ScrollIntoViewIfNeeded())
+			if v.query == "" {
+				checkA11y(t, phone, "the triage registry at 390×844")
+			}
 			shootJob(t, phone, v.name)
 		}
 	})
