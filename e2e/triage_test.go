@@ -147,6 +147,12 @@ func TestRegistryTriage(t *testing.T) {
 		checkA11y(t, page, "the triage registry at 1440×900")
 		shootJob(t, page, "console-registry-triage.png")
 
+		// A laptop: the same, the counts left to the schedule's page.
+		must(t, "laptop viewport", page.SetViewportSize(1280, 800))
+		noCutOff(t, page, "1280×800, all")
+		must(t, "no counts at 1280", expect.Locator(failing.GetByTestId("counts")).ToBeHidden())
+		must(t, "back to 1440", page.SetViewportSize(1440, 900))
+
 		// Each chip's count is its list's length, and every row it lists
 		// carries its label.
 		for _, chip := range []string{"failing", "stuck", "overdue", "skipping"} {

@@ -765,7 +765,7 @@ func RegistryResults(csrf string, v RegistryView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "\">Health</th><th scope=\"col\" class=\"num w-counts hide-mid\" title=\"Fires / skips\">Fires/skips</th><th scope=\"col\" class=\"w-actions\"><span class=\"visually-hidden\">Actions</span></th></tr></thead> <tbody id=\"schedule-rows\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "\">Health</th><th scope=\"col\" class=\"num w-counts hide-mid hide-laptop\" title=\"Fires / skips\">Fires/skips</th><th scope=\"col\" class=\"w-actions\"><span class=\"visually-hidden\">Actions</span></th></tr></thead> <tbody id=\"schedule-rows\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1625,7 +1625,7 @@ func ScheduleRow(csrf string, r ScheduleRowView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 147, "</td><td class=\"num hide-mid\" data-label=\"Fires / skips\" data-testid=\"counts\"><span data-testid=\"fires-count\" title=\"fires\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 147, "</td><td class=\"num hide-mid hide-laptop\" data-label=\"Fires / skips\" data-testid=\"counts\"><span data-testid=\"fires-count\" title=\"fires\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
