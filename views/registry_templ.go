@@ -486,7 +486,7 @@ func RegistryResults(csrf string, v RegistryView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					var templ_7745c5c3_Var18 = []any{"filter-chip", "chip-" + c.Key}
+					var templ_7745c5c3_Var18 = []any{"filter-chip", "chip-" + c.Key, templ.KV("zero", c.Count == 0)}
 					templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var18...)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
