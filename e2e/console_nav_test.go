@@ -47,11 +47,13 @@ func TestRegistrySortsByNextFireAndID(t *testing.T) {
 
 		page := newPage(t, pageOptions{BaseURL: srv.BaseURL, NoJavaScript: true})
 		gotoOK(t, page, "/waterline/schedules")
-		waitOrder(t, page, "by ID (the default)", []string{"a-yearly", "b-hourly", "c-daily", "d-paused"})
+		// By health, the default (issue 37): nothing is wrong here, so by ID.
+		waitOrder(t, page, "by health (the default)", []string{"a-yearly", "b-hourly", "c-daily", "d-paused"})
 		sortLink := func(key string) playwright.Locator {
 			return page.Locator(`[data-testid="sort-link"][data-sort="` + key + `"]`)
 		}
-		must(t, "ID is the current order", expect.Locator(sortLink("schedule_id")).ToHaveAttribute("aria-current", "true"))
+		must(t, "health is the current order", expect.Locator(sortLink("health")).ToHaveAttribute("aria-current", "true"))
+		must(t, "the header says so", expect.Locator(page.Locator(`th[aria-sort="descending"]`)).ToHaveText("Health"))
 
 		must(t, "sort by next fire", sortLink("next_fire").Click())
 		waitOrder(t, page, "by next fire", []string{"b-hourly", "c-daily", "a-yearly", "d-paused"})
@@ -70,6 +72,7 @@ func TestRegistrySortsByNextFireAndID(t *testing.T) {
 
 		must(t, "back to by ID", sortLink("schedule_id").Click())
 		waitOrder(t, page, "searched, by ID", []string{"a-yearly", "b-hourly", "c-daily"})
+		must(t, "ID is the current order", expect.Locator(sortLink("schedule_id")).ToHaveAttribute("aria-current", "true"))
 		must(t, "search kept by the sort link", expect.Locator(page.GetByTestId("filter-q")).ToHaveValue("ly"))
 	})
 }

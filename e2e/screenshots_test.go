@@ -83,6 +83,7 @@ func TestConsoleScreenshots(t *testing.T) {
 	signIn(t, page, toks.Admin)
 	must(t, "registry", expect.Locator(page.GetByTestId("schedule-row")).ToHaveCount(6))
 	must(t, "failing", expect.Locator(scheduleRow(page, "fraud-model-retrain").GetByTestId("consecutive-failures")).ToHaveText("2 failures in a row"))
+	noCutOff(t, page, "the registry at 1440×900")
 	shoot(t, page, "console-registry.png")
 
 	// The schedule page: health facts, the ledger heatmap, runs (whole page).

@@ -237,8 +237,8 @@ func (r *request) layout(title, nav string) views.LayoutView {
 // --- page titles (issue 21 §10) ---
 
 // pageTitles name every console page in one word ("Schedules · Tideline"),
-// by route: a tab reads the same whichever handler renders the page, and
-// the heading says which schedule or run it is.
+// by route, then what it is about (pageTitle): a tab reads the same
+// whichever handler renders the page.
 var pageTitles = map[string]string{
 	"GET " + registryPath:                             "Schedules",
 	"POST " + registryPath:                            "Create", // the create form again, with its errors
@@ -261,13 +261,21 @@ var pageTitles = map[string]string{
 	"POST " + consolePrefix + "/login":                "Sign-in",
 }
 
-// pageTitle is the route's word, or the handler's title for a route the
-// table does not know.
+// pageTitle is the route's word followed by the schedule, run or notifier
+// the route names ("Schedule nightly-x", "Run 01K…"), so tabs of two
+// schedules tell apart; or the handler's title for a route the table does
+// not know.
 func pageTitle(c echo.Context, fallback string) string {
-	if t, ok := pageTitles[c.Request().Method+" "+c.Path()]; ok {
-		return t
+	t, ok := pageTitles[c.Request().Method+" "+c.Path()]
+	if !ok {
+		return fallback
 	}
-	return fallback
+	for _, param := range []string{"schedule_id", "run_id", "name"} {
+		if id := c.Param(param); id != "" {
+			return t + " " + id
+		}
+	}
+	return t
 }
 
 // --- namespace switcher (issue 21 §4) ---

@@ -19,16 +19,24 @@ import (
 
 const runsPath = consolePrefix + "/runs"
 
-// runRow is one run in a list, its times in the zone named (the schedule's
-// on a schedule page, to match the rest of that page). Runs have no zone of
-// their own, so the runs list passes "": UTC.
+// runRow is one run in a list, its times in the zone named: its schedule's
+// (under the "Schedule's zone" setting; UTC for a run without one).
 func (r *request) runRow(run *models.Run, zoneName string) views.RunRowView {
 	loc := r.zone(zoneName)
 	row := views.RunRowView{
 		RunID: run.ID, RunURL: r.url(runURL(run.ID)), InstanceID: run.InstanceID, WorkflowType: run.WorkflowType,
-		Status: run.Status, Trigger: run.Trigger,
+		Status: run.Status, Trigger: run.Trigger, Attempt: run.Attempt,
 		CreatedAt: moment(run.CreatedAt, loc, r.now), StartedAt: momentPtr(run.StartedAt, loc, r.now),
 		ClosedAt: momentPtr(run.FinishedAt, loc, r.now), Duration: runDuration(run),
+	}
+	if run.RetryPolicy != nil && run.RetryPolicy.MaxAttempts != nil {
+		row.MaxAttempts = *run.RetryPolicy.MaxAttempts
+	}
+	if run.FailureMessage != nil && *run.FailureMessage != "" {
+		row.Error = *run.FailureMessage
+		if t := deref(run.FailureType); t != "" {
+			row.Error = t + ": " + row.Error
+		}
 	}
 	if run.ScheduleID != nil {
 		row.Schedule = views.Link{Label: *run.ScheduleID, URL: r.url(scheduleURL(*run.ScheduleID))}
@@ -80,7 +88,11 @@ func (h *Console) Runs(c echo.Context) error {
 		return Render(c, http.StatusUnprocessableEntity, views.RunsPage(l, v))
 	}
 	for i := range page.Runs {
-		v.Rows = append(v.Rows, r.runRow(&page.Runs[i], ""))
+		zone := ""
+		if id := page.Runs[i].WorkflowScheduleID; id != nil {
+			zone = page.Zones[*id]
+		}
+		v.Rows = append(v.Rows, r.runRow(&page.Runs[i], zone))
 		if page.Runs[i].Active() {
 			v.RefreshURL = r.c.Request().URL.RequestURI() // live while one is in flight
 		}

@@ -89,7 +89,6 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		ScheduleID: s.ScheduleID, DetailURL: r.url(scheduleURL(s.ScheduleID)), WorkflowType: s.Action.WorkflowType,
 		SpecDescription: desc, Timezone: tz, Status: s.Status, Ended: s.Ended(), Note: s.Note, Labels: sortedPairs(s.Labels),
 		NextFire:   momentPtr(s.NextFireAt, loc, r.now),
-		Overdue:    s.Status == models.StatusActive && s.NextFireAt != nil && s.NextFireAt.Before(r.now),
 		FiresCount: s.FiresCount, SkipsCount: s.SkippedTriggerCount,
 		Selectable: s.Status != models.StatusDeleted && r.canOperate(),
 		Actions:    r.actions(s, returnTo),
@@ -97,12 +96,63 @@ func (r *request) row(s *models.Schedule, returnTo string) views.ScheduleRowView
 		Health:     r.health(s, loc),
 		Managed:    managedByApply(s),
 	}
+	row.State, row.StateLabel = s.HealthState, strings.ReplaceAll(s.HealthState, "_", " ")
+	row.Overdue = s.HealthState == scheduling.HealthOverdue // the label agrees with the Overdue chip
+	row.Detail = r.rowDetail(s, loc, row.Paused)
 	row.SelectColumn = r.canOperate() // a viewer's registry has no checkbox column
 	if len(s.RecentActions) > 0 {
 		last := s.RecentActions[0]
 		row.LastOutcome, row.LastAt, row.LastReason = last.Outcome, moment(last.FiredAt, loc, r.now), last.Reason
 	}
 	return row
+}
+
+// rowDetail is a registry row's second line: what its health state is
+// about (the latest error, the run nobody claims, the run fires skip
+// behind, how late it is), else its pause; nil when all is well.
+func (r *request) rowDetail(s *models.Schedule, loc *time.Location, pause *views.PauseView) *views.RowDetail {
+	since := func(t time.Time) string { return strings.TrimSuffix(relative(t, r.now), " ago") }
+	lr := s.LatestRun
+	var latestURL string
+	if s.LatestRunID != nil {
+		latestURL = r.url(runURL(*s.LatestRunID))
+	}
+	switch s.HealthState {
+	case scheduling.HealthFailing:
+		d := &views.RowDetail{Kind: "error", Text: "last run " + strings.ReplaceAll(deref(s.Health.LastRunStatus), "_", " ")}
+		if msg := deref(s.Health.LastRunError); msg != "" {
+			d.Text = msg
+		}
+		if s.Health.LastRunID != nil {
+			d.URL = r.url(runURL(*s.Health.LastRunID))
+		}
+		return d
+	case scheduling.HealthStuck:
+		queue := lr.Queue
+		if queue == "" {
+			queue = "default"
+		}
+		return &views.RowDetail{Kind: "stuck", URL: latestURL,
+			Text: fmt.Sprintf("pending %s — unclaimed on queue %s", since(lr.PendingSince()), queue)}
+	case scheduling.HealthSkipping:
+		// The Last result column has the latest skip and its time.
+		text := fmt.Sprintf("fires skip behind a %s run, started %s", lr.Status, relative(lr.CreatedAt, r.now))
+		return &views.RowDetail{Kind: "skipping", URL: latestURL, Text: text}
+	case scheduling.HealthOverdue:
+		return &views.RowDetail{Kind: "overdue",
+			Text: fmt.Sprintf("due %s — not fired yet", relative(*s.NextFireAt, r.now))}
+	}
+	if pause != nil {
+		text := pause.Reason
+		if text == "" {
+			text = "paused, no reason given"
+		}
+		if pause.At.Text != "" {
+			text += " · since " + pause.At.Text
+		}
+		return &views.RowDetail{Kind: "paused", Text: text}
+	}
+	return nil
 }
 
 // Registry answers GET /waterline/schedules: the full page, or just the
@@ -136,14 +186,22 @@ func (h *Console) Registry(c echo.Context) error {
 		return err
 	}
 	v.Chips = registryChips(counts, status, health, list)
+	// Most urgent first unless another order is asked for: failing,
+	// stuck, overdue and skipping schedules lead the page.
 	v.Sorts = []views.FilterChip{
-		{Key: "schedule_id", Label: "ID", URL: list("sort", "", "cursor", ""), Current: sort == "" || sort == "schedule_id"},
+		{Key: "health", Label: "Health", URL: list("sort", "", "cursor", ""), Current: sort == "" || sort == "health"},
+		{Key: "schedule_id", Label: "ID", URL: list("sort", "schedule_id", "cursor", ""), Current: sort == "schedule_id"},
 		{Key: "next_fire", Label: "Next fire", URL: list("sort", "next_fire", "cursor", ""), Current: sort == "next_fire"},
-		{Key: "health", Label: "Health", URL: list("sort", "health", "cursor", ""), Current: sort == "health"},
 	}
 	if counts.Stale > 0 {
+		// The stale are some of the Overdue chip's schedules (the same
+		// state, further past), so the two numbers are said together.
+		who := countWord(int(counts.Stale), "schedule is", "schedules are")
+		if counts.Stale < counts.Overdue {
+			who = fmt.Sprintf("%d of the %d overdue schedules %s", counts.Stale, counts.Overdue, plural(counts.Stale, "is", "are"))
+		}
 		v.LoopWarning = fmt.Sprintf("%s more than %s past %s fire time: no scheduling loop seems to be running (every replica started with --no-loop, or the loop is stuck).",
-			countWord(int(counts.Stale), "schedule is", "schedules are"), durationText(scheduling.LoopGrace), plural(counts.Stale, "its", "their"))
+			who, durationText(scheduling.LoopGrace), plural(counts.Stale, "its", "their"))
 	}
 	if err := h.alertsWarning(c, r, &v); err != nil {
 		return err
@@ -163,7 +221,7 @@ func (h *Console) Registry(c echo.Context) error {
 	var page *scheduling.SchedulePage
 	if err == nil {
 		page, err = h.Schedules.List(c.Request().Context(), scheduling.ListFilter{
-			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit), Health: health, Sort: sort})
+			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit), Health: health, Sort: cmp.Or(sort, "health")})
 	}
 	l := r.layout("Schedules", "schedules")
 	if err != nil {
@@ -540,7 +598,7 @@ func (h *Console) Detail(c echo.Context) error {
 	if r.detailIsLive(d.Schedule, runs.Runs) || jobRunning {
 		v.RefreshURL = c.Request().URL.RequestURI()
 	}
-	return ok(c, views.ScheduleDetailPage(r.layout(d.Schedule.ScheduleID, "schedules"), v))
+	return ok(c, views.ScheduleDetailPage(r.layout("Schedule "+d.Schedule.ScheduleID, "schedules"), v))
 }
 
 func (r *request) detail(d *scheduling.Description, runs []models.Run) views.ScheduleDetailView {

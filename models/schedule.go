@@ -225,7 +225,7 @@ type LatestRunState struct {
 
 // PendingSince is when a pending run could first have been claimed.
 func (r *LatestRunState) PendingSince() time.Time {
-	if r.AvailableAt != nil && r.AvailableAt.After(r.CreatedAt) {
+	if r.AvailableAt != nil { // as the stuck rule's SQL reads it: COALESCE(available_at, created_at)
 		return *r.AvailableAt
 	}
 	return r.CreatedAt

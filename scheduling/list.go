@@ -60,18 +60,12 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	now := s.clock.Now()
 	filter := models.ScheduleFilter{Namespace: f.Namespace, Statuses: statuses, Text: f.Text, WorkflowType: f.WorkflowType, Limit: limit,
 		Conditions: healthConditions(now)}
-	switch f.Health {
-	case "":
-	case HealthFailing:
-		filter.Failing = true
-	case HealthOverdue:
-		filter.DueBefore = &now
-	case HealthStuck:
-		filter.Stuck = true
-	case HealthSkipping:
-		filter.Skipping = true
-	default:
-		v.Add("health", "must be failing, stuck, overdue or skipping (or left out)")
+	if f.Health != "" {
+		rank, ok := healthRankOf(f.Health)
+		if !ok {
+			v.Add("health", "must be failing, stuck, overdue or skipping (or left out)")
+		}
+		filter.HealthRank = &rank
 	}
 	switch f.Sort {
 	case "", "schedule_id":
@@ -190,14 +184,23 @@ func decodeNextFireCursor(cursor string) (*time.Time, string, bool) {
 // every few seconds, so a minute late means none is (or it is stuck).
 const LoopGrace = time.Minute
 
-// Counts are a namespace's live schedules by health (the registry's chips).
+// Counts are a namespace's live schedules by status and health state (the
+// registry's chips): each state counted as its filter lists it.
 func (s *Service) Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error) {
 	now := s.clock.Now()
-	c, err := models.CountSchedules(ctx, s.db, namespace, now, now.Add(-LoopGrace))
+	c, err := models.CountSchedules(ctx, s.db, namespace)
 	if err != nil {
 		return c, err
 	}
-	c.Stuck, c.Skipping, err = models.CountStuckSkipping(ctx, s.db, namespace, healthConditions(now))
+	cond := healthConditions(now)
+	counts := map[string]*int64{HealthFailing: &c.Failing, HealthStuck: &c.Stuck, HealthOverdue: &c.Overdue, HealthSkipping: &c.Skipping}
+	for rank, rule := range healthRules {
+		if *counts[rule.State], err = models.CountHealthRank(ctx, s.db, namespace, cond, rank, ""); err != nil {
+			return c, err
+		}
+	}
+	overdue, _ := healthRankOf(HealthOverdue)
+	c.Stale, err = models.CountHealthRank(ctx, s.db, namespace, cond, overdue, "s.next_fire_at < ?", now.Add(-LoopGrace))
 	return c, err
 }
 

@@ -252,7 +252,10 @@ type RunListFilter struct {
 
 // RunPage is one page of runs.
 type RunPage struct {
-	Runs       []models.Run
+	Runs []models.Run
+	// Zones are the time zones of the runs' schedules, by schedule ULID
+	// (a run started by hand without one has none).
+	Zones      map[string]string
 	NextCursor string
 	HasMore    bool
 }
@@ -292,7 +295,17 @@ func (s *Service) ListRuns(ctx context.Context, f RunListFilter) (*RunPage, erro
 	if err != nil {
 		return nil, err
 	}
-	page := &RunPage{Runs: runs, HasMore: more}
+	var ulids []string
+	for _, r := range runs {
+		if r.WorkflowScheduleID != nil && !slices.Contains(ulids, *r.WorkflowScheduleID) {
+			ulids = append(ulids, *r.WorkflowScheduleID)
+		}
+	}
+	zones, err := models.ScheduleZones(ctx, s.db, ulids)
+	if err != nil {
+		return nil, err
+	}
+	page := &RunPage{Runs: runs, HasMore: more, Zones: zones}
 	if more {
 		page.NextCursor = runs[len(runs)-1].ID
 	}

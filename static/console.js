@@ -66,6 +66,22 @@
     if (modal && !modal.open && typeof modal.showModal === "function") modal.showModal();
   });
 
+  // htmx takes the <title> of the page a modal's panel comes from ("History
+  // of x · Tideline"); the page gets its own title back when the modal
+  // closes (by ×, Esc or a backdrop click: the dialog's close event, which
+  // does not bubble, so it is caught on the way down).
+  var titleBeforeModal = null;
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    var target = ev.detail && ev.detail.target;
+    var modal = document.getElementById("modal");
+    if (target && target.id === "modal-body" && modal && !modal.open && titleBeforeModal === null) titleBeforeModal = document.title;
+  });
+  document.addEventListener("close", function (ev) {
+    if (!ev.target || ev.target.id !== "modal" || titleBeforeModal === null) return;
+    document.title = titleBeforeModal;
+    titleBeforeModal = null;
+  }, true);
+
   // A failed htmx request never swaps an error page into a row or a panel:
   // the message of an ErrorPage (whatever its status), or of any response
   // htmx does not swap, is shown in the layout's #toast instead.

@@ -20,7 +20,12 @@ func TestRegistryRowsShowStatusNextFireAndLastResult(t *testing.T) {
 	require.Equal(t, "/waterline/schedules/nightly.report", attr(t, first.Find(testid("schedule-link")), "href"))
 	require.Equal(t, "nightly.report", text(first.Find(testid("schedule-link"))))
 	require.Equal(t, "reports.Nightly", text(first.Find(testid("workflow-type"))))
-	require.Equal(t, "At 02:00 every day · America/New_York", text(first.Find(testid("spec"))))
+	require.Equal(t, "At 02:00 every day", text(first.Find(testid("spec")).Find(".line-main")))
+	require.Equal(t, "America/New_York", text(first.Find(testid("timezone"))), "the zone has a line of its own")
+	require.Equal(t, "overdue", attr(t, first, "data-health"))
+	require.Equal(t, "overdue", text(first.Find(testid("health-state"))))
+	require.Equal(t, "due 3 min ago — not fired yet", text(first.Find(testid("row-detail"))))
+	require.Equal(t, "overdue", attr(t, first.Find(testid("row-detail")), "data-kind"))
 
 	badge := first.Find(testid("status-badge"))
 	require.Equal(t, "active", text(badge))
@@ -51,6 +56,13 @@ func TestRegistryRowsShowStatusNextFireAndLastResult(t *testing.T) {
 	require.Equal(t, "upstream outage", text(second.Find(testid("schedule-note"))))
 	require.Equal(t, "skipped", text(second.Find(testid("outcome-badge"))))
 	require.Equal(t, "overlap policy skip", text(second.Find(testid("last-reason"))))
+	// The latest error is on the page, linked to its run, not a tooltip.
+	detail := second.Find(testid("row-detail"))
+	require.Equal(t, "upstream: connection refused", text(detail))
+	require.Equal(t, "/waterline/runs/r2", attr(t, detail.Find("a"), "href"))
+	require.Equal(t, "failing", text(second.Find(testid("health-state"))))
+	require.Equal(t, "2 failures in a row", text(second.Find(testid("consecutive-failures"))))
+	require.Zero(t, second.Find("[title='upstream: connection refused']").Length(), "no longer only a tooltip")
 }
 
 func TestRegistryRowNeverFiredAndNeverFires(t *testing.T) {

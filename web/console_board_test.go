@@ -70,8 +70,8 @@ func TestConsoleRegistryHealthBoard(t *testing.T) {
 			return attrOf(t, doc.Find(tid("health-chip")+`[data-chip="`+key+`"]`), "href")
 		}
 		for key, want := range map[string][]string{
-			"failing": {"b-flaky"}, "overdue": {"c-often"}, "paused": {"d-held"}, "active": {"a-fine", "b-flaky", "c-often"},
-			"all": {"a-fine", "b-flaky", "c-often", "d-held"},
+			"failing": {"b-flaky"}, "overdue": {"c-often"}, "paused": {"d-held"}, "active": {"b-flaky", "c-often", "a-fine"},
+			"all": {"b-flaky", "c-often", "a-fine", "d-held"},
 		} {
 			page := c.page200(chipURL(doc, key))
 			require.Equal(t, want, rowIDs(page), key)
@@ -79,13 +79,24 @@ func TestConsoleRegistryHealthBoard(t *testing.T) {
 			require.Equal(t, key, cur, "the %s chip is current on its own page", key)
 		}
 
-		// The health order puts the failing first, then the overdue (c-often);
-		// a text filter keeps it.
-		sorted := c.page200(attrOf(t, doc.Find(tid("sort-link")+`[data-sort="health"]`), "href"))
-		require.Equal(t, []string{"b-flaky", "c-often", "a-fine", "d-held"}, rowIDs(sorted))
-		require.Equal(t, "health", attrOf(t, sorted.Find(tid("registry-filters")).Find(`input[name="sort"]`), "value"))
-		_, on := sorted.Find(tid("sort-link") + `[data-sort="health"]`).Attr("aria-current")
-		require.True(t, on)
+		// The health order is the default: the failing first, then the
+		// overdue (c-often), then the rest by ID. The ID order is a link
+		// away, and a text filter keeps it.
+		require.Equal(t, []string{"b-flaky", "c-often", "a-fine", "d-held"}, rowIDs(doc))
+		_, on := doc.Find(tid("sort-link") + `[data-sort="health"]`).Attr("aria-current")
+		require.True(t, on, "health is the current order by default")
+		require.Equal(t, "descending", attrOf(t, doc.Find(`th[aria-sort="descending"]`), "aria-sort"))
+		require.Contains(t, textOf(doc.Find(`th[aria-sort="descending"]`)), "Health")
+		byID := c.page200(attrOf(t, doc.Find(tid("sort-link")+`[data-sort="schedule_id"]`), "href"))
+		require.Equal(t, []string{"a-fine", "b-flaky", "c-often", "d-held"}, rowIDs(byID))
+		require.Equal(t, "schedule_id", attrOf(t, byID.Find(tid("registry-filters")).Find(`input[name="sort"]`), "value"))
+		// Each row's label is its chip's: the rows a chip lists say its state.
+		for _, key := range []string{"failing", "overdue"} {
+			for _, row := range c.page200(chipURL(doc, key)).Find(tid("schedule-row")).EachIter() {
+				require.Equal(t, key, attrOf(t, row, "data-health"))
+				require.Equal(t, key, textOf(row.Find(tid("health-state"))))
+			}
+		}
 		failingText := c.page200("/waterline/schedules?health=failing&q=flaky")
 		require.Equal(t, []string{"b-flaky"}, rowIDs(failingText))
 		require.Equal(t, "failing", attrOf(t, failingText.Find(tid("registry-filters")).Find(`input[name="health"]`), "value"))

@@ -45,7 +45,9 @@ func TestConsoleShowsHealthAndAttempts(t *testing.T) {
 		require.Equal(t, "failed", attrOf(t, dots.Eq(1), "data-status"))
 		require.Equal(t, "/waterline/runs/"+runIDs[1], attrOf(t, dots.Eq(1), "href"))
 		require.Equal(t, "1 failure in a row", textOf(row.Find(tid("consecutive-failures"))))
-		require.Equal(t, "disk full", textOf(row.Find(tid("last-error"))))
+		require.Equal(t, "disk full", textOf(row.Find(tid("row-detail"))), "the latest error is on the row, not in a tooltip")
+		require.Equal(t, "/waterline/runs/"+runIDs[1], attrOf(t, row.Find(tid("row-detail-link")), "href"))
+		require.Equal(t, "failing", textOf(row.Find(tid("health-state"))))
 
 		detail := c.page200("/waterline/schedules/flaky")
 		require.Equal(t, "2 attempts, backoff 5 s × 2.0 up to 500 s", textOf(detail.Find(tid("fact-retry-policy"))))

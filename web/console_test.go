@@ -259,7 +259,8 @@ func TestConsoleRegistry(t *testing.T) {
 		daily := rowOf(doc, "daily-sync")
 		require.Equal(t, "/waterline/schedules/daily-sync", attrOf(t, daily.Find(tid("schedule-link")), "href"))
 		require.Equal(t, "invoice-sync", textOf(daily.Find(tid("workflow-type"))))
-		require.Equal(t, "At 02:30 every day · America/New_York", textOf(daily.Find(tid("spec"))))
+		require.Equal(t, "At 02:30 every day", textOf(daily.Find(tid("spec")).Find(".line-main")))
+		require.Equal(t, "America/New_York", textOf(daily.Find(tid("timezone"))))
 		require.Equal(t, "active", attrOf(t, daily.Find(tid("status-badge")), "data-status"))
 		next := daily.Find(tid("next-fire"))
 		require.Equal(t, "2026-07-17T06:30:00.000000Z", attrOf(t, next.Find("time"), "datetime"))
@@ -280,15 +281,18 @@ func TestConsoleRegistry(t *testing.T) {
 		alpha := rowOf(doc, "alpha")
 		require.Equal(t, "paused", attrOf(t, alpha.Find(tid("status-badge")), "data-status"))
 		require.Zero(t, alpha.Find(tid("schedule-note")).Length(), "alpha has no note; the pause reason is not one")
-		require.Equal(t, "paused by local at 2026-07-16 12:00 UTC — upstream outage", textOf(alpha.Find(tid("next-fire"))))
-		require.Equal(t, "upstream outage", textOf(alpha.Find(tid("pause-note-reason"))))
+		require.Equal(t, "paused · by local", textOf(alpha.Find(tid("pause-note"))))
+		require.Equal(t, "local", textOf(alpha.Find(tid("paused-by"))))
+		require.Equal(t, "upstream outage · since 2026-07-16 12:00 UTC", textOf(alpha.Find(tid("row-detail"))),
+			"the pause reason and its time are on the row, not only in a tooltip")
 		require.Equal(t, 1, alpha.Find(tid("action-resume")).Length())
 		require.Zero(t, alpha.Find(tid("action-pause")).Length())
 		require.Zero(t, alpha.Find(tid("action-trigger")).Length(), "triggering a paused schedule would only skip")
 		require.Equal(t, "never fired", textOf(alpha.Find(tid("last-result"))))
 
 		beta := rowOf(doc, "beta")
-		require.Equal(t, "Every hour, offset 5 minutes · UTC", textOf(beta.Find(tid("spec"))))
+		require.Equal(t, "Every hour, offset 5 minutes", textOf(beta.Find(tid("spec")).Find(".line-main")))
+		require.Equal(t, "UTC", textOf(beta.Find(tid("timezone"))))
 		require.Equal(t, "2026-07-16 12:05 UTC", textOf(beta.Find(tid("next-fire")).Find("time")))
 		require.Equal(t, "in 5 min", textOf(beta.Find(tid("next-fire")).Find(tid("relative"))))
 
@@ -307,7 +311,10 @@ func TestConsoleRegistry(t *testing.T) {
 			want  []string
 		}{
 			{"status=paused", []string{"alpha"}},
-			{"status=active", []string{"beta", "daily-sync"}},
+			// daily-sync's manual run has waited 10 min with no worker: stuck
+			// comes before overdue in the default (health) order.
+			{"status=active", []string{"daily-sync", "beta"}},
+			{"status=active&sort=schedule_id", []string{"beta", "daily-sync"}},
 			{"q=BETA", []string{"beta"}},
 			{"q=invoice", []string{"daily-sync"}},
 			{"q=nightly", []string{"daily-sync"}},
@@ -326,14 +333,14 @@ func TestConsoleRegistry(t *testing.T) {
 		require.Contains(t, textOf(doc.Find(tid("empty-state"))), "No schedules match these filters")
 		require.Equal(t, "/waterline/schedules", attrOf(t, doc.Find(tid("clear-filters")), "href"))
 
-		// Keyset pagination.
+		// Keyset pagination, in the default order: stuck, overdue, the rest.
 		doc = c.page200("/waterline/schedules?limit=2")
-		require.Equal(t, []string{"alpha", "beta"}, rowIDs(doc))
+		require.Equal(t, []string{"daily-sync", "beta"}, rowIDs(doc))
 		require.Zero(t, doc.Find(tid("first-page")).Length())
 		nextURL := attrOf(t, doc.Find(tid("next-page")), "href")
 		require.Contains(t, nextURL, "cursor=")
 		doc = c.page200(nextURL)
-		require.Equal(t, []string{"daily-sync"}, rowIDs(doc))
+		require.Equal(t, []string{"alpha"}, rowIDs(doc))
 		require.Zero(t, doc.Find(tid("next-page")).Length())
 		require.Equal(t, "/waterline/schedules?limit=2", attrOf(t, doc.Find(tid("first-page")), "href"))
 
@@ -350,7 +357,7 @@ func TestConsoleRegistry(t *testing.T) {
 		require.Equal(t, http.StatusOK, p.Status)
 		require.True(t, strings.HasPrefix(p.Raw, `<div id="registry-results"`), p.Raw)
 		require.NotContains(t, p.Raw, "<html")
-		require.Equal(t, []string{"beta", "daily-sync"}, rowIDs(p.Doc))
+		require.Equal(t, []string{"daily-sync", "beta"}, rowIDs(p.Doc), "in the page's order")
 	})
 }
 
@@ -776,7 +783,8 @@ func TestConsoleRowActionsWithHTMX(t *testing.T) {
 		require.Equal(t, "paused", attrOf(t, r, "data-status"))
 		require.Equal(t, "Paused daily-sync: upstream outage", textOf(r.Find(tid("row-notice"))))
 		require.Equal(t, "nightly", textOf(r.Find(tid("schedule-note"))))
-		require.Equal(t, "upstream outage", textOf(r.Find(tid("pause-note-reason"))))
+		require.Contains(t, textOf(r.Find(tid("row-detail"))), "upstream outage", "the pause reason is the row's second line")
+		require.Equal(t, "paused", attrOf(t, r.Find(tid("row-detail")), "data-kind"))
 		require.Equal(t, 1, r.Find(tid("action-resume")).Length())
 		require.Equal(t, "/waterline/schedules?q=daily", r.Find(`input[name="return_to"]`).First().AttrOr("value", ""), "the row keeps its way back")
 		require.Empty(t, c.get("/waterline/schedules").Doc.Find(tid("flash")).Text(), "htmx answers leave no flash behind")

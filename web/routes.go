@@ -112,6 +112,7 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	e.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusFound, "/waterline") })
 	w := e.Group("/waterline", g.consoleSession, g.csrf)
 	w.GET("", console.Home, cRead)
+	w.GET("/", console.Home, cRead) // a typed or bookmarked /waterline/ lands where /waterline does
 	w.GET("/login", login.Form)
 	w.POST("/login", login.Submit, newLoginLimiter(d.Clock).middleware)
 	w.POST("/logout", login.Logout)
