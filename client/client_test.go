@@ -259,7 +259,7 @@ func TestAuthErrors(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrForbidden)
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, "forbidden", apiErr.Code)
-	require.Contains(t, apiErr.Message, "role viewer may not")
+	require.Contains(t, apiErr.Message, "Your role (viewer) cannot do this")
 
 	_, err = f.client(t, auth.RoleOperator).Tick(ctx, 0)
 	require.ErrorIs(t, err, client.ErrForbidden, "tick needs admin")
