@@ -94,3 +94,32 @@ func TestPhoneSchedulePageAndCreateForm(t *testing.T) {
 		noHorizontalScroll(t, page, "the create form")
 	})
 }
+
+// Issue 37 §14: on a phone the registry starts close to its first card —
+// the filters show their placeholders, not separate labels, and the bulk
+// bar appears only once a row is selected (CSS, so also without
+// JavaScript).
+func TestPhoneRegistryStartsNearItsFirstCard(t *testing.T) {
+	forEachDatabase(t, noLoop, func(t *testing.T, srv *server) {
+		api := newAPI(t, srv)
+		for _, id := range []string{"alpha-report", "beta-report", "gamma-report"} {
+			api.createSchedule(sched{ID: id, Cron: "0 2 * * *", WorkflowType: "reports.Daily"})
+		}
+		page := newPage(t, pageOptions{BaseURL: srv.BaseURL})
+		must(t, "phone viewport", page.SetViewportSize(phoneWidth, phoneHeight))
+		gotoOK(t, page, "/waterline/schedules")
+		bulk := page.GetByTestId("bulk-form")
+		must(t, "no bulk bar before a selection", expect.Locator(bulk).ToBeHidden())
+		must(t, "the search field keeps its accessible name", expect.Locator(page.GetByLabel("Search")).ToBeVisible())
+		first, err := page.GetByTestId("bulk-select").First().BoundingBox()
+		must(t, "first card's checkbox", err)
+		if first.Y > 480 {
+			t.Errorf("the first card starts %.0f px down the phone's screen, want within 480 px", first.Y)
+		}
+		must(t, "select a row", page.GetByTestId("bulk-select").First().Check())
+		must(t, "the bulk bar appears", expect.Locator(bulk).ToBeVisible())
+		must(t, "unselect", page.GetByTestId("bulk-select").First().Uncheck())
+		must(t, "and goes", expect.Locator(bulk).ToBeHidden())
+		noHorizontalScroll(t, page, "the registry")
+	})
+}

@@ -413,7 +413,7 @@ func RegistryFiltersForm(f RegistryFilters) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "\" placeholder=\"key=value\" data-testid=\"filter-label\"></div><button type=\"submit\" data-testid=\"filter-submit\">Filter</button></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "\" placeholder=\"Label: key=value\" data-testid=\"filter-label\"></div><button type=\"submit\" data-testid=\"filter-submit\">Filter</button></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
