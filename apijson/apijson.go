@@ -455,6 +455,8 @@ type ErrorDetail struct {
 	Code    string            `json:"code"`
 	Message string            `json:"message"`
 	Fields  map[string]string `json:"fields,omitempty"`
+	// Schedules names the schedules in the way (409 calendar_in_use).
+	Schedules []string `json:"schedules,omitempty"`
 }
 
 // CreateSchedule is the body of POST /schedules. It is also one document
@@ -658,6 +660,18 @@ type PreviewRequest struct {
 type Preview struct {
 	Description string `json:"description"`
 	FireTimes   []Time `json:"fire_times"`
+	// Items are the next occurrences with their status (CONTRACT §16):
+	// planned, excluded (with the calendar) or moved (with the calendar
+	// and moved_from); fire_times are the planned and moved ones.
+	Items []PreviewItem `json:"items"`
+}
+
+// PreviewItem is one previewed occurrence.
+type PreviewItem struct {
+	At        Time   `json:"at"`
+	Status    string `json:"status"`
+	Calendar  string `json:"calendar,omitempty"`
+	MovedFrom *Time  `json:"moved_from,omitempty"`
 }
 
 // TickRequest is the body of POST /tick.

@@ -18,7 +18,7 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 		}
 		return views.SpecPreviewView{}, true
 	}
-	p, err := scheduling.PreviewSpec(f.spec, r.now, 10)
+	p, err := r.h.Changes.PreviewSpec(r.c.Request().Context(), r.ns, f.spec, r.now, 10)
 	if err != nil {
 		var val *scheduling.ValidationError
 		if !errors.As(err, &val) {

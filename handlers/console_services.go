@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/tidelinehq/tideline/models"
@@ -34,6 +36,7 @@ type ScheduleWriter interface {
 	Trigger(ctx context.Context, namespace, scheduleID, overridePolicy string, cc *scheduling.CommandContext) (scheduling.FireResult, error)
 	Backfill(ctx context.Context, namespace, scheduleID string, in scheduling.BackfillInput) (*scheduling.BackfillReport, error)
 	Delete(ctx context.Context, namespace, scheduleID string, cc *scheduling.CommandContext) (*models.Schedule, error)
+	PreviewSpec(ctx context.Context, namespace string, spec models.Spec, after time.Time, count int) (*scheduling.SpecPreview, error)
 }
 
 // RunKeeper serves the runs list, the run page and its actions (and the

@@ -162,6 +162,7 @@ type applying struct {
 	in       *UpdateInput
 	v        *ValidationError
 	compiled *timespec.CompiledSpec
+	cals     []*timespec.Calendar // what spec.exclude_calendars may name
 }
 
 func (f Field) clearsTo(value string) Field { f.ClearJSON = value; return f }
@@ -407,7 +408,7 @@ var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "interval
 			spec.Timezone = "UTC"
 			u.in.Spec = &spec
 		}
-		u.compiled = compileField(u.v, *u.in.Spec)
+		u.compiled = compileField(u.v, *u.in.Spec, u.cals...)
 	},
 	apply: func(u *applying) bool {
 		if u.in.Spec == nil {

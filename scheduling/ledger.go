@@ -206,6 +206,19 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 	if err != nil {
 		return nil, false, err
 	}
+	// Specs compile with the namespace's calendars as they are now: a
+	// calendar's past contents are in its trail, not replayed here.
+	var cals []*timespec.Calendar
+	calsRead := false
+	compileWith := func(spec models.Spec) (*timespec.CompiledSpec, error) {
+		if len(spec.ExcludeCalendars) > 0 && !calsRead {
+			calsRead = true
+			if cals, err = s.calendarsFor(ctx, s.db, sch.Namespace, nil); err != nil {
+				return nil, err
+			}
+		}
+		return timespec.Compile(spec, cals...)
+	}
 	compiled := map[string]*timespec.CompiledSpec{}
 	specOf := func(ev *models.ScheduleEvent) (*timespec.CompiledSpec, bool) {
 		var p struct {
@@ -221,7 +234,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		if json.Unmarshal(p.Spec, &spec) != nil {
 			return nil, false
 		}
-		c, err := timespec.Compile(spec)
+		c, err := compileWith(spec)
 		if err != nil {
 			c = nil // a stored spec that no longer compiles never fired
 		}
@@ -246,7 +259,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		}
 	}
 	if !found {
-		first.spec, _ = timespec.Compile(sch.Spec)
+		first.spec, _ = compileWith(sch.Spec)
 	}
 	states := []ledgerState{first}
 	for i := range events {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidelinehq/tideline/models"
 )
 
 // Calendar bounds (CONTRACT §16).
@@ -467,6 +469,17 @@ func (c *CompiledSpec) Explain(after time.Time, n int) []Occurrence {
 		cursor = e.at
 	}
 	return out
+}
+
+// CompileForText compiles spec for its description and zone only: the
+// calendars it lists stand in empty, so the description names them and no
+// calendar is read. Its times ignore the calendars; never fire from it.
+func CompileForText(spec models.Spec) (*CompiledSpec, error) {
+	var stand []*Calendar
+	for _, name := range spec.ExcludeCalendars {
+		stand = append(stand, &Calendar{name: name, weekend: defaultWeekendBits, key: "text-only"})
+	}
+	return Compile(spec, stand...)
 }
 
 // Calendars names the calendars the spec lists, in its order.

@@ -87,6 +87,16 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.POST("/notifiers/:name/test", api.TestNotifier, admin)
 		a.GET("/notifiers/:name/deliveries", api.NotifierDeliveries, admin)
 		a.GET("/notifiers/:name/history", api.NotifierHistory, admin)
+		// Calendars (CONTRACT §16) are admin-managed; anyone who reads
+		// schedules may read the calendars their specs name, and ask what
+		// a change would do (it writes nothing).
+		a.GET("/calendars", api.ListCalendars, read)
+		a.POST("/calendars", api.CreateCalendar, admin)
+		a.GET("/calendars/:name", api.GetCalendar, read)
+		a.PATCH("/calendars/:name", api.UpdateCalendar, admin)
+		a.DELETE("/calendars/:name", api.DeleteCalendar, admin)
+		a.POST("/calendars/:name/impact", api.CalendarImpact, read)
+		a.GET("/calendars/:name/history", api.CalendarHistory, read)
 		a.RouteNotFound("/*", apiFallback(e))
 	}
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
