@@ -717,6 +717,12 @@ type Occurrence struct {
 	Trigger         *string `json:"trigger"`
 	FireLagMs       *int64  `json:"fire_lag_ms"`
 	Reason          *string `json:"reason"`
+	// Calendar is the calendar that excluded or moved the occurrence;
+	// MovedTo where a moved one fired (fate moved), MovedFrom the time a
+	// fire was moved from (CONTRACT §19).
+	Calendar  *string `json:"calendar"`
+	MovedFrom *Time   `json:"moved_from"`
+	MovedTo   *Time   `json:"moved_to"`
 }
 
 // OccurrencePage is the answer of GET /schedules/{id}/occurrences.
@@ -750,7 +756,7 @@ func FromLedger(p *scheduling.LedgerPage) OccurrencePage {
 	for _, o := range p.Occurrences {
 		row := Occurrence{OccurrenceTime: At(o.Time), WallTime: o.Wall.Format(WallTimeLayout), DSTShiftSeconds: int64(o.Shift / time.Second),
 			DSTRepeated: o.Repeated, Fate: o.Fate, InstanceID: opt(o.InstanceID), RunID: opt(o.RunID), RunStatus: opt(o.RunStatus),
-			Trigger: opt(o.Trigger), Reason: opt(o.Reason)}
+			Trigger: opt(o.Trigger), Reason: opt(o.Reason), Calendar: opt(o.Calendar), MovedFrom: AtPtr(o.MovedFrom), MovedTo: AtPtr(o.MovedTo)}
 		if o.FireLag != nil {
 			ms := o.FireLag.Milliseconds()
 			row.FireLagMs = &ms

@@ -235,3 +235,43 @@ func TestCalendarEditsWhileTicksRun(t *testing.T) {
 		}
 	})
 }
+
+// The ledger lists what calendars did: an excluded occurrence, a moved one
+// with where it went, and the fire it became with where it came from.
+func TestLedgerShowsExcludedAndMoved(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		f.clock.Set(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC))
+		f.calendar("hol", "2026-07-03", "2026-07-10")
+		f.create(calendarInput("skipper", "0 9 * * 5", "", "hol"))
+		mover := calendarInput("mover", "0 9 * * 5", timespec.OnExcludedNext, "hol")
+		mover.OverlapPolicy = scheduling.OverlapAllowAll // no worker ends the first run
+		f.create(mover)
+		for _, at := range []time.Time{time.Date(2026, 7, 6, 9, 0, 0, 0, time.UTC), time.Date(2026, 7, 13, 9, 0, 0, 0, time.UTC)} {
+			f.clock.Set(at)
+			f.tick()
+		}
+		from, to := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 7, 14, 0, 0, 0, 0, time.UTC)
+		fates := func(id string) []string {
+			var out []string
+			for _, o := range f.ledger(id, scheduling.LedgerQuery{From: &from, To: &to}).Occurrences {
+				s := o.Time.Format("01-02") + " " + o.Fate
+				if o.MovedTo != nil {
+					s += " to " + o.MovedTo.Format("01-02")
+				}
+				if o.MovedFrom != nil {
+					s += " from " + o.MovedFrom.Format("01-02")
+				}
+				if o.Calendar != "" {
+					s += " (" + o.Calendar + ")"
+				}
+				out = append(out, s)
+			}
+			return out
+		}
+		require.Equal(t, []string{"07-03 excluded (hol)", "07-10 excluded (hol)"}, fates("skipper"))
+		require.Equal(t, []string{"07-03 moved to 07-06 (hol)", "07-06 started from 07-03 (hol)", "07-10 moved to 07-13 (hol)", "07-13 started from 07-10 (hol)"}, fates("mover"))
+	})
+}

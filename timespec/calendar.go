@@ -518,3 +518,83 @@ func describeCalendars(c *CompiledSpec) string {
 	}
 	return s
 }
+
+// Excluded is an occurrence of the spec that a listed calendar took away
+// from its time: skipped (MovedTo zero) or moved to MovedTo.
+type Excluded struct {
+	At       time.Time
+	Calendar string
+	MovedTo  time.Time
+}
+
+// ExcludedBetween lists up to limit occurrences in [from, to) whose local
+// date a listed calendar holds, with where each was moved (the ledger's
+// excluded and moved fates). It walks only the listed dates.
+func (c *CompiledSpec) ExcludedBetween(from, to time.Time, limit int) []Excluded {
+	out := []Excluded{}
+	if len(c.cals) == 0 || !from.Before(to) {
+		return out
+	}
+	z := newZoneCursor(c.loc)
+	cursor := from.Unix() - 1
+	if from.Nanosecond() > 0 {
+		cursor++
+	}
+	end := to.Unix()
+	for range maxCalendarScan {
+		if len(out) >= limit {
+			break
+		}
+		r, w, ok := c.nextRaw(z, cursor, true)
+		if !ok || r >= end {
+			break
+		}
+		d := dayOf(z, r)
+		cal, ex := c.excluded(d)
+		if !ex {
+			nd, ok := c.nextListedDay(d + 1)
+			if !ok {
+				break
+			}
+			cursor = max(r, dayStart(z, nd)-1)
+			continue
+		}
+		e := Excluded{At: time.Unix(r, 0).UTC(), Calendar: cal.name}
+		if c.move != 0 {
+			if target, ok := c.stepBusiness(d, c.move); ok {
+				if at := wallInstant(z, int64(target)*86400+floorMod(w, 86400)); at >= c.start && at <= c.end {
+					e.MovedTo = time.Unix(at, 0).UTC()
+				}
+			}
+		}
+		out = append(out, e)
+		cursor = r
+	}
+	return out
+}
+
+// nextListedDay is the first civil day at or after d that a listed
+// calendar holds.
+func (c *CompiledSpec) nextListedDay(d int32) (int32, bool) {
+	best, found := int32(0), false
+	for _, cal := range c.cals {
+		i, _ := slices.BinarySearch(cal.days, d)
+		if i < len(cal.days) && (!found || cal.days[i] < best) {
+			best, found = cal.days[i], true
+		}
+	}
+	return best, found
+}
+
+// MovedFrom says whether the fire at t is an occurrence a calendar moved
+// there, and from when and by which calendar.
+func (c *CompiledSpec) MovedFrom(t time.Time) (from time.Time, calendar string, moved bool) {
+	if len(c.cals) == 0 || c.move == 0 {
+		return time.Time{}, "", false
+	}
+	o, ok := c.nextEffective(newZoneCursor(c.loc), t.Unix()-1)
+	if !ok || o.at != t.Unix() || o.from == o.at {
+		return time.Time{}, "", false
+	}
+	return time.Unix(o.from, 0).UTC(), o.cal.name, true
+}

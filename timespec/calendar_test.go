@@ -329,3 +329,25 @@ func BenchmarkNextCalendar(b *testing.B) {
 		})
 	}
 }
+
+func TestExcludedBetweenAndMovedFrom(t *testing.T) {
+	t.Parallel()
+	hol := mustCalendar(t, "hol", nil, "2026-12-25", "2027-01-01")
+	spec := models.Spec{CronExpressions: []string{"0 9 * * 5"}, ExcludeCalendars: []string{"hol"}}
+	skip := mustCompile2(t, spec, hol)
+	got := skip.ExcludedBetween(mustTime(t, "2026-12-01T00:00:00Z"), mustTime(t, "2027-02-01T00:00:00Z"), 10)
+	require.Equal(t, []Excluded{
+		{At: mustTime(t, "2026-12-25T09:00:00Z"), Calendar: "hol"},
+		{At: mustTime(t, "2027-01-01T09:00:00Z"), Calendar: "hol"},
+	}, got)
+	spec.OnExcluded = OnExcludedNext
+	next := mustCompile2(t, spec, hol)
+	got = next.ExcludedBetween(mustTime(t, "2026-12-01T00:00:00Z"), mustTime(t, "2027-02-01T00:00:00Z"), 1)
+	require.Equal(t, []Excluded{{At: mustTime(t, "2026-12-25T09:00:00Z"), Calendar: "hol", MovedTo: mustTime(t, "2026-12-28T09:00:00Z")}}, got)
+	from, cal, moved := next.MovedFrom(mustTime(t, "2026-12-28T09:00:00Z"))
+	require.True(t, moved)
+	require.Equal(t, "hol", cal)
+	require.Equal(t, mustTime(t, "2026-12-25T09:00:00Z"), from)
+	_, _, moved = next.MovedFrom(mustTime(t, "2026-12-18T09:00:00Z"))
+	require.False(t, moved)
+}
