@@ -275,3 +275,59 @@ func TestLedgerShowsExcludedAndMoved(t *testing.T) {
 		require.Equal(t, []string{"07-03 moved to 07-06 (hol)", "07-06 started from 07-03 (hol)", "07-10 moved to 07-13 (hol)", "07-13 started from 07-10 (hol)"}, fates("mover"))
 	})
 }
+
+// A backfill over a range with a moved occurrence starts it once, at the
+// time it fires, and a second backfill over the range starts nothing.
+func TestBackfillOverMovedOccurrencesIsIdempotent(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		f.clock.Set(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC))
+		f.calendar("hol", "2026-07-10")
+		in := calendarInput("weekdays", "0 9 * * 1-5", timespec.OnExcludedNext, "hol")
+		in.OverlapPolicy = scheduling.OverlapAllowAll
+		f.create(in)
+		f.clock.Set(time.Date(2026, 7, 20, 0, 0, 0, 0, time.UTC))
+		window := scheduling.BackfillInput{From: time.Date(2026, 7, 6, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 7, 14, 0, 0, 0, 0, time.UTC)}
+		first, err := f.svc.Backfill(f.ctx, "default", "weekdays", window)
+		require.NoError(t, err)
+		var times []string
+		for _, r := range first.Results {
+			require.Equal(t, "started", r.Outcome, r.OccurrenceTime)
+			times = append(times, r.OccurrenceTime.Format("01-02"))
+		}
+		require.Equal(t, []string{"07-06", "07-07", "07-08", "07-09", "07-13"}, times, "Friday moved onto Monday's own fire: once")
+		again, err := f.svc.Backfill(f.ctx, "default", "weekdays", window)
+		require.NoError(t, err)
+		for _, r := range again.Results {
+			require.Equal(t, "skipped", r.Outcome)
+			require.Equal(t, scheduling.SkipAlreadyStart, r.Reason)
+		}
+		require.Len(t, again.Results, 5)
+	})
+}
+
+// The impact of a proposed change lists the fires it adds and removes for
+// each schedule using the calendar, and writes nothing.
+func TestCalendarImpact(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		f.calendar("hol", "2026-07-17")
+		f.create(calendarInput("daily", "0 9 * * *", "", "hol"))
+		f.create(calendarInput("other", "0 9 * * *", "")) // uses no calendar
+		im, err := f.svc.CalendarImpact(f.ctx, "default", "hol", scheduling.CalendarInput{Dates: []string{"2026-07-18"}})
+		require.NoError(t, err)
+		require.Len(t, im.Schedules, 1)
+		require.Equal(t, "daily", im.Schedules[0].ScheduleID)
+		require.Equal(t, []time.Time{time.Date(2026, 7, 17, 9, 0, 0, 0, time.UTC)}, im.Schedules[0].Added)
+		require.Equal(t, []time.Time{time.Date(2026, 7, 18, 9, 0, 0, 0, time.UTC)}, im.Schedules[0].Removed)
+		view, err := f.svc.GetCalendar(f.ctx, "default", "hol")
+		require.NoError(t, err)
+		require.Equal(t, []string{"2026-07-17"}, view.Calendar.Dates, "nothing written")
+		_, err = f.svc.CalendarImpact(f.ctx, "default", "hol", scheduling.CalendarInput{Dates: []string{"bad"}})
+		requireCodeFields(t, err, scheduling.CodeValidationFailed, "dates[0]")
+	})
+}
