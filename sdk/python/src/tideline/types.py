@@ -69,6 +69,11 @@ class Spec:
     start_at: str = ""
     end_at: str = ""
     at: tuple[str, ...] = ()
+    # Calendars of the namespace whose dates the spec does not fire on, and
+    # what an excluded occurrence does: "skip" (default),
+    # "previous_business_day" or "next_business_day" (CONTRACT §19).
+    exclude_calendars: tuple[str, ...] = ()
+    on_excluded: str = ""
 
     @classmethod
     def from_json(cls, d: JSON) -> Spec:
@@ -79,6 +84,8 @@ class Spec:
             start_at=d.get("start_at") or "",
             end_at=d.get("end_at") or "",
             at=tuple(d.get("at") or ()),
+            exclude_calendars=tuple(d.get("exclude_calendars") or ()),
+            on_excluded=d.get("on_excluded") or "",
         )
 
     def to_json(self) -> JSON:
@@ -93,6 +100,10 @@ class Spec:
             out["end_at"] = self.end_at
         if self.at:
             out["at"] = list(self.at)
+        if self.exclude_calendars:
+            out["exclude_calendars"] = list(self.exclude_calendars)
+        if self.on_excluded:
+            out["on_excluded"] = self.on_excluded
         return out
 
 
