@@ -80,6 +80,18 @@ type ConsoleServices interface {
 	NotifierKeeper
 	NamespaceDirectory
 	VersionKeeper
+	CalendarKeeper
+}
+
+// CalendarKeeper serves the Calendars pages.
+type CalendarKeeper interface {
+	ListCalendars(ctx context.Context, namespace, cursor string, limit int) (*scheduling.CalendarPage, error)
+	GetCalendar(ctx context.Context, namespace, name string) (*scheduling.CalendarView, error)
+	CreateCalendar(ctx context.Context, namespace string, in scheduling.CalendarInput, cc *scheduling.CommandContext) (*models.Calendar, error)
+	UpdateCalendar(ctx context.Context, namespace, name string, in scheduling.CalendarInput, cc *scheduling.CommandContext) (*scheduling.CalendarChange, error)
+	DeleteCalendar(ctx context.Context, namespace, name string, cc *scheduling.CommandContext) error
+	CalendarImpact(ctx context.Context, namespace, name string, in scheduling.CalendarInput) (*scheduling.CalendarImpact, error)
+	CalendarHistory(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.ObjectHistoryPage, error)
 }
 
 var _ ConsoleServices = (*scheduling.Service)(nil)

@@ -266,6 +266,7 @@ func (s *Service) replan(ctx context.Context, tx bun.IDB, namespace string, cale
 		return nil, err
 	}
 	out := []Replanned{}
+	var changed []*models.Schedule
 	var others []*timespec.Calendar
 	loaded := false
 	v := &ValidationError{Code: CodeValidationFailed}
@@ -301,13 +302,28 @@ func (s *Service) replan(ctx context.Context, tx bun.IDB, namespace string, cale
 			continue
 		}
 		sch.UpdatedAt = now
-		if err := models.UpdateScheduleNext(ctx, tx, sch); err != nil {
-			return nil, err
-		}
+		changed = append(changed, sch)
 		out = append(out, Replanned{ScheduleID: sch.ScheduleID, From: from, To: sch.NextFireAt})
 	}
 	if err := v.OrNil(); err != nil {
 		return nil, err
+	}
+	// PostgreSQL: one statement per 500, as the tick writes its batch (the
+	// rows are locked, so their other fire columns are written back as
+	// read); 1,000 single-row updates took 330 ms there. SQLite, in
+	// process, is faster row by row, narrow.
+	if !database.Of(tx).TypedArrays() {
+		for _, sch := range changed {
+			if err := models.UpdateScheduleNext(ctx, tx, sch); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	for start := 0; start < len(changed); start += 500 {
+		if err := models.UpdateSchedules(ctx, tx, changed[start:min(start+500, len(changed))]); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
