@@ -69,14 +69,20 @@ func (f *calendarFlags) write(c *dbCommand) (apijson.CalendarWrite, error) {
 		}
 	}
 	if set["weekend"] {
-		w.Weekend = []string{}
-		if s := strings.TrimSpace(*f.weekend); s != "" && s != "none" {
-			for _, d := range strings.Split(s, ",") {
-				w.Weekend = append(w.Weekend, strings.TrimSpace(d))
-			}
-		}
+		w.Weekend = weekendFlag(*f.weekend)
 	}
 	return w, nil
+}
+
+// weekendFlag reads --weekend: "sat,sun", or "none" (or empty) for none.
+func weekendFlag(s string) []string {
+	out := []string{}
+	if s = strings.TrimSpace(s); s != "" && s != "none" {
+		for _, d := range strings.Split(s, ",") {
+			out = append(out, strings.TrimSpace(d))
+		}
+	}
+	return out
 }
 
 // readDatesFile reads one date a line, bounded; errors name the line.
@@ -328,12 +334,7 @@ func runCalendarImport(ctx context.Context, e env, args []string) error {
 		w.Description = description
 	}
 	if set["weekend"] {
-		w.Weekend = []string{}
-		if s := strings.TrimSpace(*weekend); s != "" && s != "none" {
-			for _, d := range strings.Split(s, ",") {
-				w.Weekend = append(w.Weekend, strings.TrimSpace(d))
-			}
-		}
+		w.Weekend = weekendFlag(*weekend)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(e.stderr, "Skipped %d timed event(s): a calendar holds whole days.\n", skipped)
