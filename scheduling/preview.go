@@ -18,6 +18,10 @@ type SpecPreview struct {
 	// them (planned, excluded, moved): FireTimes are the planned and moved
 	// ones.
 	Items []timespec.Occurrence
+	// Excluded are the occurrences calendars took away up to the last of
+	// FireTimes, with where each moved: also those moved onto a fire of
+	// their own, which Items list once, as planned.
+	Excluded []timespec.Excluded
 }
 
 // MaxPreviewCount caps how many fire times one preview lists: with the
@@ -41,8 +45,12 @@ func PreviewSpec(spec models.Spec, after time.Time, count int, cals ...*timespec
 	if err := v.OrNil(); err != nil {
 		return nil, err
 	}
-	return &SpecPreview{Description: compiled.Description(), Text: compiled.Text(), FireTimes: compiled.Preview(after, count),
-		Items: compiled.Explain(after, count)}, nil
+	p := &SpecPreview{Description: compiled.Description(), Text: compiled.Text(), FireTimes: compiled.Preview(after, count),
+		Items: compiled.Explain(after, count)}
+	if n := len(p.FireTimes); n > 0 {
+		p.Excluded = compiled.ExcludedBetween(after.Add(time.Second), p.FireTimes[n-1].Add(time.Second), count)
+	}
+	return p, nil
 }
 
 // PreviewSpec is the package's PreviewSpec with the calendars of namespace.

@@ -3,10 +3,14 @@ package web_test
 import (
 	"net/http"
 	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database/dbtest"
 )
 
 // The Calendars pages without JavaScript: create (a bad date named), the
@@ -63,4 +67,37 @@ func TestConsoleCalendars(t *testing.T) {
 	history := textOf(doc.Find(tid("calendar-history")))
 	require.Contains(t, history, "CalendarCreated")
 	require.Contains(t, history, "CalendarUpdated")
+}
+
+// The schedule form's calendar inputs: the live preview says what the
+// calendar does, an unknown calendar is an error under its input, and an
+// edit keeps (and shows) the spec's calendars.
+func TestConsoleScheduleFormCalendars(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		c.api.must(201, "POST", v2+"/calendars", `{"name":"hol","dates":["2026-07-17"]}`)
+
+		p := c.post("/waterline/schedules/preview", url.Values{"cron_expressions": {"0 9 * * 1-5"}, "exclude_calendars": {"hol"}, "on_excluded": {"next_business_day"}})
+		require.Equal(t, http.StatusOK, p.Status, p.Raw)
+		require.Contains(t, textOf(p.Doc.Find(tid("spec-description"))), "except days in hol (moved to the next business day)")
+		require.Equal(t, "Fri 2026-07-17 09:00 moved to Mon 2026-07-20 09:00 (hol)", textOf(p.Doc.Find(tid("preview-calendar-note")).First()))
+
+		p = c.post("/waterline/schedules/preview", url.Values{"cron_expressions": {"0 9 * * *"}, "exclude_calendars": {"hol, nope"}})
+		require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+		require.Contains(t, textOf(p.Doc.Find(`[data-testid="preview-error"] li[data-field="exclude_calendars"]`)), `nope: unknown calendar "nope"`)
+
+		c.create("default", `{"schedule_id":"cal-user","spec":{"cron_expressions":["0 9 * * *"],"exclude_calendars":["hol"],"on_excluded":"previous_business_day"},"action":{"workflow_type":"w"}}`)
+		doc := c.page200("/waterline/schedules/cal-user/edit")
+		edit := formValues(doc.Find(tid("schedule-form")))
+		require.Equal(t, "hol", edit.Get("exclude_calendars"))
+		require.Equal(t, "previous_business_day", edit.Get("on_excluded"))
+		edit.Set("note", "kept")
+		seeOther(t, c.post("/waterline/schedules/cal-user/edit", edit))
+		got := c.api.must(200, "GET", v2+"/schedules/cal-user", "")
+		spec := got["spec"].(map[string]any)
+		require.Equal(t, []any{"hol"}, spec["exclude_calendars"], "an edit of another field keeps the calendars")
+		require.Equal(t, "previous_business_day", spec["on_excluded"])
+	})
 }
