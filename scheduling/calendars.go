@@ -576,12 +576,6 @@ func (r *recorder) compile(ctx context.Context, s *Service, db bun.IDB, sch *mod
 	return timespec.Compile(sch.Spec, cals...)
 }
 
-// CompileSpec compiles a stored schedule's spec with its namespace's
-// calendars, for the surfaces that show times (console pages).
-func (s *Service) CompileSpec(ctx context.Context, namespace string, spec models.Spec) (*timespec.CompiledSpec, error) {
-	return s.compileSpec(ctx, s.db, namespace, spec)
-}
-
 // The window and bound of an impact: a year of occurrences per schedule,
 // at most MaxImpactChanges listed each way.
 const (
