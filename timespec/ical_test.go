@@ -1,6 +1,7 @@
 package timespec
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -61,4 +62,28 @@ func TestParseICalDates(t *testing.T) {
 		require.Error(t, err, b.want)
 		require.Contains(t, err.Error(), b.want)
 	}
+}
+
+// FuzzParseICalDates: any input is answered with dates or a line-numbered
+// error, never a panic, and never more dates than a calendar holds.
+func FuzzParseICalDates(f *testing.F) {
+	f.Add("BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART;VALUE=DATE:20261225\nEND:VEVENT\nEND:VCALENDAR\n")
+	f.Add("BEGIN:VCALENDAR\nBEGIN:VEVENT\nDTSTART:20240229\nDTEND:20240302\nRRULE:FREQ=YEARLY;INTERVAL=4\nEND:VEVENT\nEND:VCALENDAR")
+	f.Add("BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:20261224T090000Z\r\n SUMMARY\r\nEND:VEVENT\r\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		dates, _, err := ParseICalDates(strings.NewReader(text))
+		if err != nil {
+			var ie *ICalError
+			if !errors.As(err, &ie) || ie.Line < 1 {
+				t.Fatalf("error without a line: %v", err)
+			}
+			return
+		}
+		if len(dates) > MaxCalendarDates {
+			t.Fatalf("%d dates", len(dates))
+		}
+		if _, err := NewCalendar("x", dates, nil); err != nil {
+			t.Fatalf("dates do not make a calendar: %v", err)
+		}
+	})
 }
