@@ -99,11 +99,14 @@ func GetCalendars(ctx context.Context, db bun.IDB, namespace string, names []str
 	return out, nil
 }
 
-// CalendarVersions lists the names and versions of a namespace's calendars:
-// a narrow read of the primary key's rows.
-func CalendarVersions(ctx context.Context, db bun.IDB, namespace string) ([]CalendarVersion, error) {
+// CalendarVersions lists the names and versions of the named calendars of
+// a namespace that exist: a narrow read by primary key.
+func CalendarVersions(ctx context.Context, db bun.IDB, namespace string, names []string) ([]CalendarVersion, error) {
 	var out []CalendarVersion
-	if err := db.NewSelect().Table("calendars").Column("name", "version").Where("namespace = ?", namespace).Scan(ctx, &out); err != nil {
+	if len(names) == 0 {
+		return out, nil
+	}
+	if err := db.NewSelect().Table("calendars").Column("name", "version").Where("namespace = ? AND name IN (?)", namespace, bun.In(names)).Scan(ctx, &out); err != nil {
 		return nil, fmt.Errorf("list calendar versions: %w", err)
 	}
 	return out, nil

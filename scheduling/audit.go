@@ -84,7 +84,8 @@ type recorder struct {
 	cc  *CommandContext
 	// ended collects runs that fires ended (cancel_other, terminate_other).
 	ended outcomes
-	// calendars are the namespaces' calendars read by this batch (compile).
+	// calendars are the calendars this batch read, by namespace and name
+	// (compile); an empty entry is a name that has no calendar.
 	calendars map[string][]*timespec.Calendar
 }
 

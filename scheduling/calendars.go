@@ -267,19 +267,17 @@ func (s *Service) replan(ctx context.Context, tx bun.IDB, namespace string, cale
 	}
 	out := []Replanned{}
 	var changed []*models.Schedule
-	var others []*timespec.Calendar
-	loaded := false
 	v := &ValidationError{Code: CodeValidationFailed}
 	for i := range users {
 		sch := &users[i]
 		if !slices.Contains(sch.Spec.ExcludeCalendars, calendar.Name()) {
 			continue // the name appeared elsewhere in the spec's text
 		}
-		if len(sch.Spec.ExcludeCalendars) > 1 && !loaded {
-			if others, err = s.calendarsFor(ctx, tx, namespace, nil); err != nil {
+		var others []*timespec.Calendar
+		if len(sch.Spec.ExcludeCalendars) > 1 {
+			if others, err = s.calendarsFor(ctx, tx, namespace, sch.Spec.ExcludeCalendars, nil); err != nil {
 				return nil, err
 			}
-			loaded = true
 		}
 		compiled, err := timespec.Compile(sch.Spec, append([]*timespec.Calendar{calendar}, others...)...)
 		if err != nil {
@@ -443,15 +441,21 @@ func (s *Service) CalendarHistory(ctx context.Context, namespace, name, cursor s
 	return s.objectHistory(ctx, namespace, ObjectKindCalendar, name, cursor, limit, calendarNotFound(namespace, name))
 }
 
-// calendarCache keeps each namespace's compiled calendars by version, so a
-// spec that lists calendars compiles without reading 20,000 dates: a reader
-// checks the versions (one narrow query) and loads only what changed. The
-// tick checks once per batch (recorder.compile); schedules without calendars
-// never look.
+// calendarCache keeps compiled calendars by namespace, name and version,
+// so a spec that lists calendars compiles without reading 20,000 dates: a
+// reader checks the versions of the calendars it needs (one narrow query)
+// and loads only what changed. The tick checks once per batch
+// (recorder.compile); schedules without calendars never look. At most
+// maxCachedCalendars are kept (a full one drops an arbitrary entry, whose
+// next reader loads it again), so a namespace of 1,000 calendars of 20,000
+// dates cannot make the process hold them all.
 type calendarCache struct {
 	mu sync.Mutex
 	ns map[string]map[string]cachedCalendar
+	n  int
 }
+
+const maxCachedCalendars = 256
 
 type cachedCalendar struct {
 	version int64
@@ -461,15 +465,45 @@ type cachedCalendar struct {
 func (c *calendarCache) forget(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.ns[namespace], name)
+	if _, ok := c.ns[namespace][name]; ok {
+		delete(c.ns[namespace], name)
+		c.n--
+	}
 }
 
-// calendarsFor returns the namespace's calendars as of db, from the cache
-// where the version matches. share names calendars to read FOR SHARE: a
-// schedule change that starts using a calendar holds it so an edit of the
-// calendar either commits first (and the change sees it) or waits (and
-// then re-plans the schedule).
-func (s *Service) calendarsFor(ctx context.Context, db bun.IDB, namespace string, share []string) ([]*timespec.Calendar, error) {
+// put keeps cal; the caller holds mu.
+func (c *calendarCache) put(namespace string, e cachedCalendar) {
+	if c.ns == nil {
+		c.ns = map[string]map[string]cachedCalendar{}
+	}
+	if c.ns[namespace] == nil {
+		c.ns[namespace] = map[string]cachedCalendar{}
+	}
+	if _, ok := c.ns[namespace][e.cal.Name()]; !ok {
+		if c.n >= maxCachedCalendars {
+		evict:
+			for ns, m := range c.ns {
+				for name := range m {
+					delete(c.ns[ns], name)
+					c.n--
+					break evict
+				}
+			}
+		}
+		c.n++
+	}
+	c.ns[namespace][e.cal.Name()] = e
+}
+
+// calendarsFor returns the named calendars of the namespace as of db (the
+// ones that exist), from the cache where the version matches. share names
+// calendars to read FOR SHARE: a schedule change that starts using a
+// calendar holds it so an edit of the calendar either commits first (and
+// the change sees it) or waits (and then re-plans the schedule).
+func (s *Service) calendarsFor(ctx context.Context, db bun.IDB, namespace string, names, share []string) ([]*timespec.Calendar, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
 	if len(share) > 0 {
 		q := db.NewSelect().Table("calendars").Column("name").Where("namespace = ? AND name IN (?)", namespace, bun.In(share))
 		var names []string
@@ -477,7 +511,7 @@ func (s *Service) calendarsFor(ctx context.Context, db bun.IDB, namespace string
 			return nil, fmt.Errorf("lock calendars: %w", err)
 		}
 	}
-	versions, err := models.CalendarVersions(ctx, db, namespace)
+	versions, err := models.CalendarVersions(ctx, db, namespace, names)
 	if err != nil {
 		return nil, err
 	}
@@ -502,18 +536,12 @@ func (s *Service) calendarsFor(ctx context.Context, db bun.IDB, namespace string
 	}
 	s.calendars.mu.Lock()
 	defer s.calendars.mu.Unlock()
-	if s.calendars.ns == nil {
-		s.calendars.ns = map[string]map[string]cachedCalendar{}
-	}
-	if s.calendars.ns[namespace] == nil {
-		s.calendars.ns[namespace] = map[string]cachedCalendar{}
-	}
 	for _, row := range rows {
 		cal, err := timespec.NewCalendar(row.Name, row.Dates, row.Weekend)
 		if err != nil {
 			return nil, fmt.Errorf("compile stored calendar %s: %w", row.Name, err)
 		}
-		s.calendars.ns[namespace][row.Name] = cachedCalendar{version: row.Version, cal: cal}
+		s.calendars.put(namespace, cachedCalendar{version: row.Version, cal: cal})
 		out = append(out, cal)
 	}
 	return out, nil
@@ -524,23 +552,22 @@ func (s *Service) calendarsFor(ctx context.Context, db bun.IDB, namespace string
 // nothing when neither lists one. The calendars the change starts using are
 // read FOR SHARE (see calendarsFor).
 func (s *Service) calendarsForChange(ctx context.Context, db bun.IDB, namespace string, spec, old *models.Spec) ([]*timespec.Calendar, error) {
-	var added []string
-	listed := old != nil && len(old.ExcludeCalendars) > 0
+	var added, names []string
+	if old != nil {
+		names = append(names, old.ExcludeCalendars...)
+	}
 	if spec != nil {
 		for _, name := range spec.ExcludeCalendars {
-			listed = true
+			names = append(names, name)
 			if old == nil || !slices.Contains(old.ExcludeCalendars, name) {
 				added = append(added, name)
 			}
 		}
 	}
-	if !listed {
-		return nil, nil
+	if len(names) > 2*timespec.MaxSpecCalendars {
+		return nil, nil // refused by Compile on the field; nothing to read
 	}
-	if len(added) > timespec.MaxSpecCalendars {
-		added = nil // refused by Compile on the field; nothing to hold
-	}
-	return s.calendarsFor(ctx, db, namespace, added)
+	return s.calendarsFor(ctx, db, namespace, names, added)
 }
 
 // compileSpec compiles a namespace's spec with the calendars it lists, read
@@ -549,29 +576,47 @@ func (s *Service) compileSpec(ctx context.Context, db bun.IDB, namespace string,
 	if len(spec.ExcludeCalendars) == 0 {
 		return timespec.Compile(spec)
 	}
-	cals, err := s.calendarsFor(ctx, db, namespace, nil)
+	if len(spec.ExcludeCalendars) > timespec.MaxSpecCalendars {
+		return timespec.Compile(spec) // refused on the field
+	}
+	cals, err := s.calendarsFor(ctx, db, namespace, spec.ExcludeCalendars, nil)
 	if err != nil {
 		return nil, err
 	}
 	return timespec.Compile(spec, cals...)
 }
 
-// compile is compileSpec for the fires of one batch: the calendars of a
-// namespace are read once per batch, not per fire.
+// compile is compileSpec for the fires of one batch: a calendar is read
+// (its version checked) once per batch, not per fire.
 func (r *recorder) compile(ctx context.Context, s *Service, db bun.IDB, sch *models.Schedule) (*timespec.CompiledSpec, error) {
-	if len(sch.Spec.ExcludeCalendars) == 0 {
+	if len(sch.Spec.ExcludeCalendars) == 0 || len(sch.Spec.ExcludeCalendars) > timespec.MaxSpecCalendars {
 		return timespec.Compile(sch.Spec)
 	}
-	cals, ok := r.calendars[sch.Namespace]
-	if !ok {
-		var err error
-		if cals, err = s.calendarsFor(ctx, db, sch.Namespace, nil); err != nil {
+	if r.calendars == nil {
+		r.calendars = map[string][]*timespec.Calendar{}
+	}
+	var missing []string
+	cals := make([]*timespec.Calendar, 0, len(sch.Spec.ExcludeCalendars))
+	for _, name := range sch.Spec.ExcludeCalendars {
+		key := sch.Namespace + "\x00" + name
+		if got, ok := r.calendars[key]; ok {
+			cals = append(cals, got...) // empty: read, and absent
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		read, err := s.calendarsFor(ctx, db, sch.Namespace, missing, nil)
+		if err != nil {
 			return nil, err
 		}
-		if r.calendars == nil {
-			r.calendars = map[string][]*timespec.Calendar{}
+		for _, name := range missing {
+			r.calendars[sch.Namespace+"\x00"+name] = nil
 		}
-		r.calendars[sch.Namespace] = cals
+		for _, cal := range read {
+			r.calendars[sch.Namespace+"\x00"+cal.Name()] = []*timespec.Calendar{cal}
+		}
+		cals = append(cals, read...)
 	}
 	return timespec.Compile(sch.Spec, cals...)
 }
@@ -623,10 +668,6 @@ func (s *Service) CalendarImpact(ctx context.Context, namespace, name string, in
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.calendarsFor(ctx, s.db, namespace, nil)
-	if err != nil {
-		return nil, err
-	}
 	users, err := models.SchedulesNamingCalendar(ctx, s.db, namespace, name, false)
 	if err != nil {
 		return nil, err
@@ -637,6 +678,10 @@ func (s *Service) CalendarImpact(ctx context.Context, namespace, name string, in
 		sch := &users[i]
 		if !slices.Contains(sch.Spec.ExcludeCalendars, name) {
 			continue
+		}
+		all, err := s.calendarsFor(ctx, s.db, namespace, sch.Spec.ExcludeCalendars, nil)
+		if err != nil {
+			return nil, err
 		}
 		was, err := timespec.Compile(sch.Spec, all...)
 		if err != nil {

@@ -261,16 +261,8 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 	}
 	// Specs compile with the namespace's calendars as they are now: a
 	// calendar's past contents are in its trail, not replayed here.
-	var cals []*timespec.Calendar
-	calsRead := false
 	compileWith := func(spec models.Spec) (*timespec.CompiledSpec, error) {
-		if len(spec.ExcludeCalendars) > 0 && !calsRead {
-			calsRead = true
-			if cals, err = s.calendarsFor(ctx, s.db, sch.Namespace, nil); err != nil {
-				return nil, err
-			}
-		}
-		return timespec.Compile(spec, cals...)
+		return s.compileSpec(ctx, s.db, sch.Namespace, spec)
 	}
 	compiled := map[string]*timespec.CompiledSpec{}
 	specOf := func(ev *models.ScheduleEvent) (*timespec.CompiledSpec, bool) {
