@@ -43,12 +43,13 @@ type CalendarList struct {
 
 // CalendarWrite is the body of POST /calendars (name required) and PATCH
 // /calendars/{name} and POST /calendars/{name}/impact (no name; absent
-// fields stay).
+// fields stay). Dates and Weekend are sent even when empty: [] is "none",
+// null (a nil slice) "not given".
 type CalendarWrite struct {
 	Name        string   `json:"name,omitempty"`
 	Description *string  `json:"description,omitempty"`
-	Dates       []string `json:"dates,omitempty"`
-	Weekend     []string `json:"weekend,omitempty"`
+	Dates       []string `json:"dates"`
+	Weekend     []string `json:"weekend"`
 }
 
 // Input is the service's form of the body.

@@ -24,6 +24,9 @@ func TestCalendarCommands(t *testing.T) {
 		out := d.run(t, "calendar", "import", "hol", ics, "--description", "holidays")
 		require.Contains(t, out, "Created calendar hol in namespace default from "+ics+": 3 dates, weekend sun,sat.")
 		require.Contains(t, d.run(t, "calendar", "add", "none-yet", "--weekend", "fri,sat"), "Created calendar none-yet in namespace default: 0 dates, weekend fri,sat.")
+		require.Contains(t, d.run(t, "calendar", "add", "no-weekend", "--weekend", "none"), "0 dates, weekend none.")
+		require.Contains(t, d.run(t, "calendar", "update", "no-weekend", "--date", "2099-01-01"), "1 dates, weekend none")
+		require.Contains(t, d.run(t, "calendar", "update", "no-weekend", "--dates-file", emptyFile(t)), "Updated calendar no-weekend: 0 dates")
 
 		d.run(t, "schedule", "add", "s1", "--workflow-type", "w", "--cron", "0 9 * * *", "--exclude-calendar", "hol")
 		var s struct {
@@ -59,4 +62,11 @@ func TestCalendarCommands(t *testing.T) {
 		require.Error(t, err)
 		require.True(t, strings.Contains(err.Error(), "dates[0]"), err.Error())
 	})
+}
+
+func emptyFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "none.txt")
+	require.NoError(t, os.WriteFile(p, []byte("# no dates\n"), 0o600))
+	return p
 }
