@@ -56,14 +56,14 @@ func (h *API) GetCalendar(c echo.Context) error {
 	return c.JSON(http.StatusOK, apijson.FromCalendar(v.Calendar, v.UsedBy))
 }
 
-// calendarChange reads the body of PATCH and impact: the fields to change,
-// never the name (it is the path's).
+// calendarChange reads the body of PATCH and impact: the fields to change;
+// a name, if given, must be the path's (a calendar is not renamed).
 func calendarChange(c echo.Context) (scheduling.CalendarInput, error) {
 	var req apijson.CalendarWrite
 	if err := decodeJSON(c, &req, false); err != nil {
 		return scheduling.CalendarInput{}, err
 	}
-	if req.Name != "" {
+	if req.Name != "" && req.Name != c.Param("name") {
 		return scheduling.CalendarInput{}, scheduling.NewValidationError("name", "a calendar cannot be renamed; create one under the new name")
 	}
 	return req.Input(c.Param("name")), nil
