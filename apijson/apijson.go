@@ -455,6 +455,8 @@ type ErrorDetail struct {
 	Code    string            `json:"code"`
 	Message string            `json:"message"`
 	Fields  map[string]string `json:"fields,omitempty"`
+	// Schedules names the schedules in the way (409 calendar_in_use).
+	Schedules []string `json:"schedules,omitempty"`
 }
 
 // CreateSchedule is the body of POST /schedules. It is also one document
@@ -658,6 +660,18 @@ type PreviewRequest struct {
 type Preview struct {
 	Description string `json:"description"`
 	FireTimes   []Time `json:"fire_times"`
+	// Items are the next occurrences with their status (CONTRACT §16):
+	// planned, excluded (with the calendar) or moved (with the calendar
+	// and moved_from); fire_times are the planned and moved ones.
+	Items []PreviewItem `json:"items"`
+}
+
+// PreviewItem is one previewed occurrence.
+type PreviewItem struct {
+	At        Time   `json:"at"`
+	Status    string `json:"status"`
+	Calendar  string `json:"calendar,omitempty"`
+	MovedFrom *Time  `json:"moved_from,omitempty"`
 }
 
 // TickRequest is the body of POST /tick.
@@ -703,6 +717,12 @@ type Occurrence struct {
 	Trigger         *string `json:"trigger"`
 	FireLagMs       *int64  `json:"fire_lag_ms"`
 	Reason          *string `json:"reason"`
+	// Calendar is the calendar that excluded or moved the occurrence;
+	// MovedTo where a moved one fired (fate moved), MovedFrom the time a
+	// fire was moved from (CONTRACT §19).
+	Calendar  *string `json:"calendar"`
+	MovedFrom *Time   `json:"moved_from"`
+	MovedTo   *Time   `json:"moved_to"`
 }
 
 // OccurrencePage is the answer of GET /schedules/{id}/occurrences.
@@ -736,7 +756,7 @@ func FromLedger(p *scheduling.LedgerPage) OccurrencePage {
 	for _, o := range p.Occurrences {
 		row := Occurrence{OccurrenceTime: At(o.Time), WallTime: o.Wall.Format(WallTimeLayout), DSTShiftSeconds: int64(o.Shift / time.Second),
 			DSTRepeated: o.Repeated, Fate: o.Fate, InstanceID: opt(o.InstanceID), RunID: opt(o.RunID), RunStatus: opt(o.RunStatus),
-			Trigger: opt(o.Trigger), Reason: opt(o.Reason)}
+			Trigger: opt(o.Trigger), Reason: opt(o.Reason), Calendar: opt(o.Calendar), MovedFrom: AtPtr(o.MovedFrom), MovedTo: AtPtr(o.MovedTo)}
 		if o.FireLag != nil {
 			ms := o.FireLag.Milliseconds()
 			row.FireLagMs = &ms

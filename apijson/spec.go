@@ -19,6 +19,10 @@ type Spec struct {
 	StartAt         string     `json:"start_at,omitempty"`
 	EndAt           string     `json:"end_at,omitempty"`
 	At              []string   `json:"at,omitempty"`
+	// ExcludeCalendars names calendars of the namespace; OnExcluded is
+	// skip (default), previous_business_day or next_business_day (§16).
+	ExcludeCalendars []string `json:"exclude_calendars,omitempty"`
+	OnExcluded       string   `json:"on_excluded,omitempty"`
 }
 
 // Interval is one fixed-length repetition: ISO-8601 durations.
@@ -69,7 +73,8 @@ type RetryPolicy struct {
 
 // SpecOf is the wire form of a stored spec.
 func SpecOf(s models.Spec) Spec {
-	out := Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt, At: s.At}
+	out := Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt, At: s.At,
+		ExcludeCalendars: s.ExcludeCalendars, OnExcluded: s.OnExcluded}
 	if s.Intervals != nil {
 		out.Intervals = make([]Interval, len(s.Intervals))
 		for i, iv := range s.Intervals {
@@ -81,7 +86,8 @@ func SpecOf(s models.Spec) Spec {
 
 // Model is the service's form of a wire spec.
 func (s Spec) Model() models.Spec {
-	out := models.Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt, At: s.At}
+	out := models.Spec{CronExpressions: s.CronExpressions, Timezone: s.Timezone, StartAt: s.StartAt, EndAt: s.EndAt, At: s.At,
+		ExcludeCalendars: s.ExcludeCalendars, OnExcluded: s.OnExcluded}
 	if s.Intervals != nil {
 		out.Intervals = make([]models.Interval, len(s.Intervals))
 		for i, iv := range s.Intervals {

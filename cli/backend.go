@@ -63,6 +63,11 @@ type backend interface {
 	Redeliver(ctx context.Context, name, deliveryID, reason string) (*apijson.Delivery, error)
 	RedeliverDead(ctx context.Context, name, reason string) (*apijson.RedeliverResult, error)
 	NotifierDeliveriesPage(ctx context.Context, name string, limit int, cursor string) (*apijson.DeliveryPage, error)
+	ListCalendarsPage(ctx context.Context, limit int, cursor string) (*apijson.CalendarList, error)
+	CreateCalendar(ctx context.Context, req apijson.CalendarWrite) (*apijson.Calendar, error)
+	GetCalendar(ctx context.Context, name string) (*apijson.Calendar, error)
+	UpdateCalendar(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarChange, error)
+	DeleteCalendar(ctx context.Context, name string) error
 
 	// workBackfills works the running backfill jobs one pass, in direct
 	// mode (schedule backfill --wait needs no server); the server does it
@@ -538,4 +543,44 @@ func (d *direct) NotifierDeliveriesPage(ctx context.Context, name string, limit 
 	}
 	out := apijson.FromDeliveryPage(page, name)
 	return &out, nil
+}
+
+func (d *direct) ListCalendarsPage(ctx context.Context, limit int, cursor string) (*apijson.CalendarList, error) {
+	page, err := d.a.service.ListCalendars(ctx, d.ns, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromCalendarPage(page)
+	return &out, nil
+}
+
+func (d *direct) CreateCalendar(ctx context.Context, req apijson.CalendarWrite) (*apijson.Calendar, error) {
+	cal, err := d.a.service.CreateCalendar(ctx, d.ns, req.Input(""), d.cc)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromCalendar(cal, nil)
+	return &out, nil
+}
+
+func (d *direct) GetCalendar(ctx context.Context, name string) (*apijson.Calendar, error) {
+	v, err := d.a.service.GetCalendar(ctx, d.ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromCalendar(v.Calendar, v.UsedBy)
+	return &out, nil
+}
+
+func (d *direct) UpdateCalendar(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarChange, error) {
+	ch, err := d.a.service.UpdateCalendar(ctx, d.ns, name, req.Input(name), d.cc)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromCalendarChange(ch)
+	return &out, nil
+}
+
+func (d *direct) DeleteCalendar(ctx context.Context, name string) error {
+	return d.a.service.DeleteCalendar(ctx, d.ns, name, d.cc)
 }

@@ -55,6 +55,7 @@ func commands() map[string]command {
 		"schedule": {"list, add, describe, update, pause, resume, trigger, backfill, remove, export, apply or show the history of schedules", runSchedule},
 		"runs":     {"list, describe, cancel or terminate runs", runRuns},
 		"backfill": {"list, describe, pause, resume or cancel backfill jobs", runBackfill},
+		"calendar": {"list, add, describe, update, remove or import calendars: dates schedules skip or move off", runCalendar},
 		"notifier": {"add, list, remove or test notifiers: where failures, late fires and backfills are posted", runNotifier},
 		"token":    {"create an API/console token (prints it once, and the hash to configure)", runToken},
 		"bench":    {"measure fire lag, throughput and storage per fire at scale, on a database of its own", runBench},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -122,8 +123,10 @@ func runScheduleList(ctx context.Context, e env, args []string) error {
 
 func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule add <id>", `tideline schedule add daily-sync --workflow-type sync.Daily --cron "0 2 * * *" --timezone America/New_York`, e).withActor()
-	var crons, everys, ats stringList
+	var crons, everys, ats, excludes stringList
 	workflowType := c.fs.String("workflow-type", "", "workflow type to start (required)")
+	c.fs.Var(&excludes, "exclude-calendar", "a calendar whose dates the schedule does not fire on (repeatable; see tideline calendar)")
+	onExcluded := c.fs.String("on-excluded", "", "what an excluded occurrence does: skip (default), previous_business_day or next_business_day")
 	c.fs.Var(&crons, "cron", "cron expression, 5 fields or @daily… (repeatable)")
 	c.fs.Var(&everys, "every", `fixed interval: ISO-8601 (PT1H, P1D) or "1 hour", "30 minutes"; "EVERY offset OFFSET" shifts it (repeatable)`)
 	c.fs.Var(&ats, "at", "one-off fire time, RFC 3339, e.g. 2026-12-24T18:00:00-05:00 (repeatable)")
@@ -152,7 +155,7 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	req := apijson.CreateSchedule{
 		ScheduleID: pos[0],
 		Spec: &apijson.Spec{CronExpressions: []string(crons), Timezone: *timezone,
-			At: []string(ats), StartAt: *startAt, EndAt: *endAt},
+			At: []string(ats), StartAt: *startAt, EndAt: *endAt, ExcludeCalendars: []string(excludes), OnExcluded: *onExcluded},
 		Action:        apijson.Action{WorkflowType: *workflowType},
 		OverlapPolicy: *overlap, Note: *note, Paused: *paused,
 	}
@@ -571,6 +574,9 @@ func printDescription(e env, s *apijson.Schedule) error {
 	}
 	if s.Spec.EndAt != "" {
 		t.row("End at:", clean(s.Spec.EndAt))
+	}
+	if len(s.Spec.ExcludeCalendars) > 0 {
+		t.row("Calendars:", clean(strings.Join(s.Spec.ExcludeCalendars, ", "))+" ("+cmp.Or(s.Spec.OnExcluded, "skip")+")")
 	}
 	for _, iv := range s.Spec.Intervals {
 		t.row("Interval:", intervalSummary(iv))

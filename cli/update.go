@@ -34,8 +34,10 @@ var clearable = func() []string {
 
 func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule update <id>", `tideline schedule update daily-sync --cron "0 3 * * *" --label team=data --clear max_runs`, e).withActor()
-	var crons, everys, clears stringList
+	var crons, everys, clears, excludes stringList
 	workflowType := c.fs.String("workflow-type", "", "workflow type to start")
+	c.fs.Var(&excludes, "exclude-calendar", `a calendar whose dates the schedule does not fire on (repeatable; replaces the list; "none" for none)`)
+	onExcluded := c.fs.String("on-excluded", "", "skip, previous_business_day or next_business_day")
 	c.fs.Var(&crons, "cron", "cron expression (repeatable; replaces the schedule's cron expressions)")
 	c.fs.Var(&everys, "every", `fixed interval, "EVERY [offset OFFSET]" (repeatable; replaces the intervals)`)
 	timezone := c.fs.String("timezone", "", "IANA zone the cron expressions are read in")
@@ -104,6 +106,15 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	}
 	if c.isSet("timezone") {
 		spec.Timezone, specChanged = *timezone, true
+	}
+	if len(excludes) > 0 {
+		spec.ExcludeCalendars, specChanged = append([]string{}, excludes...), true
+		if len(excludes) == 1 && excludes[0] == "none" {
+			spec.ExcludeCalendars = nil
+		}
+	}
+	if *onExcluded != "" {
+		spec.OnExcluded, specChanged = *onExcluded, true
 	}
 	if specChanged {
 		p.Spec = &spec

@@ -156,7 +156,9 @@ type Error struct {
 	Code       string
 	Message    string
 	Fields     map[string]string
-	RequestID  string
+	// Schedules names the schedules in the way (409 calendar_in_use).
+	Schedules []string
+	RequestID string
 	// RetryAfter is the answer's Retry-After (503 database_unavailable
 	// carries one); zero when absent.
 	RetryAfter time.Duration
@@ -336,7 +338,7 @@ func decodeError(resp *http.Response, data []byte) *Error {
 	}
 	var body apijson.ErrorBody
 	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
-		e.Code, e.Message, e.Fields = body.Error.Code, body.Error.Message, body.Error.Fields
+		e.Code, e.Message, e.Fields, e.Schedules = body.Error.Code, body.Error.Message, body.Error.Fields, body.Error.Schedules
 		return e
 	}
 	// Not Tideline's answer (a proxy's error page, a wrong URL).

@@ -472,13 +472,25 @@ func (h *API) Preview(c echo.Context) error {
 	if err := v.OrNil(); err != nil {
 		return err
 	}
-	p, err := scheduling.PreviewSpec(req.Spec.Model(), after, count)
+	ns, err := h.ns(c)
 	if err != nil {
 		return err
 	}
-	out := apijson.Preview{Description: p.Description, FireTimes: make([]apijson.Time, 0, len(p.FireTimes))}
+	p, err := h.Service.PreviewSpec(c.Request().Context(), ns, req.Spec.Model(), after, count)
+	if err != nil {
+		return err
+	}
+	out := apijson.Preview{Description: p.Description, FireTimes: make([]apijson.Time, 0, len(p.FireTimes)), Items: make([]apijson.PreviewItem, 0, len(p.Items))}
 	for _, t := range p.FireTimes {
 		out.FireTimes = append(out.FireTimes, apijson.At(t))
+	}
+	for _, o := range p.Items {
+		item := apijson.PreviewItem{At: apijson.At(o.At), Status: o.Status, Calendar: o.Calendar}
+		if !o.MovedFrom.IsZero() {
+			from := apijson.At(o.MovedFrom)
+			item.MovedFrom = &from
+		}
+		out.Items = append(out.Items, item)
 	}
 	return c.JSON(http.StatusOK, out)
 }

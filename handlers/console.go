@@ -32,6 +32,7 @@ type Console struct {
 	Directory     NamespaceDirectory
 	VersionStore  VersionKeeper
 	BackfillStore BackfillKeeper
+	CalendarStore CalendarKeeper
 	Version       string
 	// Namespace, when set, is the only namespace this server serves.
 	Namespace string
@@ -46,6 +47,7 @@ func NewConsole(svc *scheduling.Service, version, namespace string, clock schedu
 	h := &Console{Version: version, Namespace: namespace, Clock: clock}
 	if svc != nil {
 		h.Schedules, h.Changes, h.RunStore, h.NotifierStore, h.Directory, h.VersionStore, h.BackfillStore = svc, svc, svc, svc, svc, svc, svc
+		h.CalendarStore = svc
 	}
 	return h
 }
@@ -231,6 +233,7 @@ func (r *request) layout(title, nav string) views.LayoutView {
 	// stays the page's namespace from one section to the next.
 	l.HomeURL, l.SchedulesURL, l.RunsURL, l.NotifiersURL = r.url(consolePrefix), r.url(registryPath), r.url(runsPath), r.url(consolePrefix+"/notifiers")
 	l.BackfillsURL = r.url(backfillsPath)
+	l.CalendarsURL = r.url(calendarsPath)
 	return l
 }
 
@@ -257,6 +260,10 @@ var pageTitles = map[string]string{
 	"POST " + consolePrefix + "/notifiers":            "Notifiers",
 	"GET " + consolePrefix + "/notifiers/:name":       "Notifier",
 	"POST " + consolePrefix + "/notifiers/:name":      "Notifier",
+	"GET " + consolePrefix + "/calendars":             "Calendars",
+	"POST " + consolePrefix + "/calendars":            "Calendars",
+	"GET " + consolePrefix + "/calendars/:name":       "Calendar",
+	"POST " + consolePrefix + "/calendars/:name":      "Calendar",
 	"GET " + consolePrefix + "/login":                 "Sign-in",
 	"POST " + consolePrefix + "/login":                "Sign-in",
 }

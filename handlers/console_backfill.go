@@ -38,7 +38,7 @@ func parseLocal(raw string, loc *time.Location) (time.Time, bool) {
 
 // scheduleZone is where a schedule's wall times live.
 func scheduleZone(s *models.Schedule) *time.Location {
-	if compiled, err := timespec.Compile(s.Spec); err == nil {
+	if compiled, err := timespec.CompileForText(s.Spec); err == nil {
 		return compiled.Location()
 	}
 	return zoneOf(s.Spec.Timezone)

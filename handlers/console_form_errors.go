@@ -25,6 +25,8 @@ func (f *scheduleForm) addErr(field, msg string) {
 	f.errs[field] = msg
 }
 
+var calendarFieldKey = regexp.MustCompile(`^spec\.exclude_calendars\[(\d+)\]$`)
+
 var specFieldKey = regexp.MustCompile(`^spec\.(cron_expressions|intervals|at)\[(\d+)\](?:\.(every|offset))?$`)
 
 // mapErrors files the service's field errors under the form's inputs
@@ -41,6 +43,16 @@ func (f *scheduleForm) mapErrors(v *scheduling.ValidationError) {
 		msg := v.Fields[key]
 		field := key
 		switch {
+		case strings.HasPrefix(key, "spec.exclude_calendars"):
+			field = "exclude_calendars"
+			if m := calendarFieldKey.FindStringSubmatch(key); m != nil {
+				i, _ := strconv.Atoi(m[1])
+				if i < len(f.spec.ExcludeCalendars) {
+					msg = fmt.Sprintf("%s: %s", f.spec.ExcludeCalendars[i], msg)
+				}
+			}
+		case key == "spec.on_excluded":
+			field = "on_excluded"
 		case specFieldKey.MatchString(key):
 			m := specFieldKey.FindStringSubmatch(key)
 			i, _ := strconv.Atoi(m[2])

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -18,7 +19,7 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 		}
 		return views.SpecPreviewView{}, true
 	}
-	p, err := scheduling.PreviewSpec(f.spec, r.now, 10)
+	p, err := r.h.Changes.PreviewSpec(r.c.Request().Context(), r.ns, f.spec, r.now, 10)
 	if err != nil {
 		var val *scheduling.ValidationError
 		if !errors.As(err, &val) {
@@ -36,6 +37,14 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 	loc := r.zone(tz)
 	for _, t := range p.FireTimes {
 		v.FireTimes = append(v.FireTimes, moment(t, loc, r.now))
+	}
+	const wall = "Mon 2006-01-02 15:04"
+	for _, e := range p.Excluded {
+		if e.MovedTo.IsZero() {
+			v.CalendarNotes = append(v.CalendarNotes, fmt.Sprintf("%s does not fire: a date of %s", e.At.In(loc).Format(wall), e.Calendar))
+		} else {
+			v.CalendarNotes = append(v.CalendarNotes, fmt.Sprintf("%s moved to %s (%s)", e.At.In(loc).Format(wall), e.MovedTo.In(loc).Format(wall), e.Calendar))
+		}
 	}
 	if msg := f.errs["intervals"]; msg != "" {
 		v.FieldErrors = map[string]string{"intervals": msg}

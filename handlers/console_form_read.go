@@ -48,6 +48,7 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		ScheduleID: strings.TrimSpace(c.FormValue("schedule_id")), CronExpressions: c.FormValue("cron_expressions"),
 		Intervals: c.FormValue("intervals"), Timezone: strings.TrimSpace(c.FormValue("timezone")),
 		At: c.FormValue("at"), StartAt: strings.TrimSpace(c.FormValue("start_at")), EndAt: strings.TrimSpace(c.FormValue("end_at")),
+		ExcludeCalendars: strings.TrimSpace(c.FormValue("exclude_calendars")), OnExcluded: strings.TrimSpace(c.FormValue("on_excluded")),
 		WorkflowType: strings.TrimSpace(c.FormValue("workflow_type")), WorkflowClass: strings.TrimSpace(c.FormValue("workflow_class")),
 		Input: c.FormValue("input"), ExecutionTimeoutSeconds: strings.TrimSpace(c.FormValue("execution_timeout_seconds")),
 		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
@@ -73,6 +74,12 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 	f.spec = models.Spec{CronExpressions: []string{}, Intervals: []models.Interval{}, Timezone: v.Timezone, StartAt: v.StartAt, EndAt: v.EndAt}
 	if f.spec.Timezone == "" {
 		f.spec.Timezone = "UTC"
+	}
+	for _, name := range strings.FieldsFunc(v.ExcludeCalendars, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }) {
+		f.spec.ExcludeCalendars = append(f.spec.ExcludeCalendars, name)
+	}
+	if v.OnExcluded != "" && v.OnExcluded != "skip" {
+		f.spec.OnExcluded = v.OnExcluded
 	}
 	for _, l := range formLines(v.At) {
 		f.spec.At = append(f.spec.At, l.text)
@@ -312,7 +319,8 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 	}
 	v := views.ScheduleFormValues{
 		ScheduleID: s.ScheduleID, CronExpressions: strings.Join(s.Spec.CronExpressions, "\n"), Intervals: strings.Join(ivs, "\n"),
-		Timezone: s.Spec.Timezone, At: strings.Join(s.Spec.At, "\n"), StartAt: s.Spec.StartAt, EndAt: s.Spec.EndAt, WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass,
+		Timezone: s.Spec.Timezone, At: strings.Join(s.Spec.At, "\n"), StartAt: s.Spec.StartAt, EndAt: s.Spec.EndAt,
+		ExcludeCalendars: strings.Join(s.Spec.ExcludeCalendars, ", "), OnExcluded: s.Spec.OnExcluded, WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass,
 		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
 		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
 		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),

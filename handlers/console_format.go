@@ -125,7 +125,7 @@ func durationText(d time.Duration) string {
 // describeSpec compiles a stored spec for its description; cheap enough to
 // do per registry row.
 func describeSpec(spec models.Spec) (string, string) {
-	compiled, err := timespec.Compile(spec)
+	compiled, err := timespec.CompileForText(spec)
 	if err != nil {
 		return "invalid spec", spec.Timezone
 	}

@@ -20,7 +20,8 @@ const (
 
 // fateRank orders fates for an hour's cell: the one an operator must see.
 var fateRank = map[string]int{scheduling.FateMissed: 8, scheduling.FateSkipped: 7, scheduling.FatePaused: 6,
-	scheduling.FateBuffered: 5, scheduling.FateBackfillPending: 4, scheduling.FateStarted: 3, scheduling.FateDue: 2, scheduling.FateAfterDeleted: 1, scheduling.FateBeforeCreated: 0}
+	scheduling.FateBuffered: 5, scheduling.FateBackfillPending: 4, scheduling.FateStarted: 3, scheduling.FateDue: 2, scheduling.FateMoved: 1, scheduling.FateExcluded: 1,
+	scheduling.FateAfterDeleted: 1, scheduling.FateBeforeCreated: 0}
 
 // readLedger reads the whole window [from, to) page by page, at most
 // ledgerMaxPages; truncated says it stopped early.

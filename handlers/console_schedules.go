@@ -559,7 +559,7 @@ func (r *request) describe(id string) (*scheduling.Description, error) {
 		return nil, err
 	}
 	d = &scheduling.Description{Schedule: s, SpecText: timespec.SpecText{Zone: cmp.Or(s.Spec.Timezone, "UTC")}}
-	if compiled, cerr := timespec.Compile(s.Spec); cerr == nil {
+	if compiled, cerr := timespec.CompileForText(s.Spec); cerr == nil {
 		d.SpecDescription, d.SpecText = compiled.Description(), compiled.Text()
 	}
 	return d, nil

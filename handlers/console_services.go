@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"time"
+
 	"context"
 
 	"github.com/tidelinehq/tideline/models"
@@ -34,6 +36,7 @@ type ScheduleWriter interface {
 	Trigger(ctx context.Context, namespace, scheduleID, overridePolicy string, cc *scheduling.CommandContext) (scheduling.FireResult, error)
 	Backfill(ctx context.Context, namespace, scheduleID string, in scheduling.BackfillInput) (*scheduling.BackfillReport, error)
 	Delete(ctx context.Context, namespace, scheduleID string, cc *scheduling.CommandContext) (*models.Schedule, error)
+	PreviewSpec(ctx context.Context, namespace string, spec models.Spec, after time.Time, count int) (*scheduling.SpecPreview, error)
 }
 
 // RunKeeper serves the runs list, the run page and its actions (and the
@@ -81,6 +84,18 @@ type ConsoleServices interface {
 	NotifierKeeper
 	NamespaceDirectory
 	VersionKeeper
+	CalendarKeeper
+}
+
+// CalendarKeeper serves the Calendars pages.
+type CalendarKeeper interface {
+	ListCalendars(ctx context.Context, namespace, cursor string, limit int) (*scheduling.CalendarPage, error)
+	GetCalendar(ctx context.Context, namespace, name string) (*scheduling.CalendarView, error)
+	CreateCalendar(ctx context.Context, namespace string, in scheduling.CalendarInput, cc *scheduling.CommandContext) (*models.Calendar, error)
+	UpdateCalendar(ctx context.Context, namespace, name string, in scheduling.CalendarInput, cc *scheduling.CommandContext) (*scheduling.CalendarChange, error)
+	DeleteCalendar(ctx context.Context, namespace, name string, cc *scheduling.CommandContext) error
+	CalendarImpact(ctx context.Context, namespace, name string, in scheduling.CalendarInput) (*scheduling.CalendarImpact, error)
+	CalendarHistory(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.ObjectHistoryPage, error)
 }
 
 var _ ConsoleServices = (*scheduling.Service)(nil)

@@ -30,6 +30,11 @@ type Spec struct {
 	// At lists one-off instants (RFC 3339, whole seconds) fired in
 	// addition to the cron expressions and intervals.
 	At []string `json:"at,omitempty"`
+	// ExcludeCalendars names calendars of the namespace whose dates the
+	// spec does not fire on; OnExcluded is skip (default),
+	// previous_business_day or next_business_day (CONTRACT §16).
+	ExcludeCalendars []string `json:"exclude_calendars,omitempty"`
+	OnExcluded       string   `json:"on_excluded,omitempty"`
 }
 
 // Interval is one fixed-length repetition: ISO-8601 durations, e.g. every

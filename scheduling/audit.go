@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/timespec"
 )
 
 // Audit event types of CONTRACT §6.
@@ -83,6 +84,9 @@ type recorder struct {
 	cc  *CommandContext
 	// ended collects runs that fires ended (cancel_other, terminate_other).
 	ended outcomes
+	// calendars are the calendars this batch read, by namespace and name
+	// (compile); an empty entry is a name that has no calendar.
+	calendars map[string][]*timespec.Calendar
 }
 
 func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, instanceID, runID string) error {

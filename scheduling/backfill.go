@@ -93,8 +93,8 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 	if len(in.Only) > MaxBackfillOccurrences {
 		return nil, &ValidationError{Code: CodeBackfillTooLarge, Fields: map[string]string{"only": fmt.Sprintf("at most %d occurrences", MaxBackfillOccurrences)}}
 	}
-	occurrences := func(sch *models.Schedule) ([]time.Time, error) {
-		compiled, err := timespec.Compile(sch.Spec)
+	occurrences := func(db bun.IDB, sch *models.Schedule) ([]time.Time, error) {
+		compiled, err := s.compileSpec(ctx, db, sch.Namespace, sch.Spec)
 		if err != nil {
 			return nil, fmt.Errorf("compile stored spec: %w", err)
 		}
@@ -118,7 +118,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 		if err != nil {
 			return nil, err
 		}
-		times, err := occurrences(&sch.Schedule)
+		times, err := occurrences(s.db, &sch.Schedule)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func (s *Service) Backfill(ctx context.Context, namespace, scheduleID string, in
 			}
 			if report == nil {
 				var err error
-				if times, err = occurrences(&sch.Schedule); err != nil {
+				if times, err = occurrences(tx, &sch.Schedule); err != nil {
 					return err
 				}
 			}

@@ -131,7 +131,7 @@ func (s *Service) StartBackfill(ctx context.Context, namespace, scheduleID strin
 			return conflict(CodeScheduleDeleted, "schedule %q is deleted", scheduleID)
 		}
 		job.ScheduleULID = sch.ID
-		compiled, err := timespec.Compile(sch.Spec)
+		compiled, err := s.compileSpec(ctx, tx, sch.Namespace, sch.Spec)
 		if err != nil {
 			return fmt.Errorf("compile stored spec: %w", err)
 		}
@@ -440,7 +440,7 @@ func (s *Service) backfillSlice(ctx context.Context, tx bun.Tx, job *models.Back
 		finish(models.BackfillFailed, "schedule_deleted")
 		return 0, s.saveSlice(ctx, tx, rec, sch)
 	}
-	compiled, err := timespec.Compile(sch.Spec)
+	compiled, err := rec.compile(ctx, s, tx, &sch.Schedule)
 	if err != nil {
 		finish(models.BackfillFailed, "spec_invalid")
 		return 0, s.saveSlice(ctx, tx, rec, sch)
@@ -710,7 +710,7 @@ func (s *Service) OutlineBackfill(ctx context.Context, namespace, scheduleID str
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := timespec.Compile(sch.Spec)
+	compiled, err := s.compileSpec(ctx, s.db, sch.Namespace, sch.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("compile stored spec: %w", err)
 	}

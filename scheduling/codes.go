@@ -22,6 +22,7 @@ const (
 	CodeDeliveryNotFound = "delivery_not_found"
 	CodeVersionNotFound  = "version_not_found" // a version number the schedule does not have
 	CodeBackfillNotFound = "backfill_not_found"
+	CodeCalendarNotFound = "calendar_not_found"
 
 	// 409: the state forbids the change.
 	CodeScheduleAlreadyExists  = "schedule_already_exists" // also when the old one is deleted
@@ -42,6 +43,9 @@ const (
 	CodeBackfillFinished       = "backfill_finished"    // cancel of a job already ended
 	CodeBackfillOverlaps       = "backfill_overlaps"    // an unfinished job of the schedule covers part of the range
 	CodeTooManyBackfills       = "too_many_backfills"   // the namespace's bound on unfinished jobs
+	CodeCalendarAlreadyExists  = "calendar_already_exists"
+	CodeCalendarInUse          = "calendar_in_use" // delete of a calendar live schedules list; the body names them
+	CodeTooManyCalendars       = "too_many_calendars"
 
 	// Transport: the request could not be read or was refused before any
 	// use case ran.

@@ -83,6 +83,8 @@ func (e *ValidationError) OrNil() error {
 type ConflictError struct {
 	Code    string
 	Message string
+	// Schedules names the schedules in the way (calendar_in_use).
+	Schedules []string
 }
 
 func (e *ConflictError) Error() string { return e.Message }

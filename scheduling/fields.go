@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -162,6 +163,7 @@ type applying struct {
 	in       *UpdateInput
 	v        *ValidationError
 	compiled *timespec.CompiledSpec
+	cals     []*timespec.Calendar // what spec.exclude_calendars may name
 }
 
 func (f Field) clearsTo(value string) Field { f.ClearJSON = value; return f }
@@ -391,7 +393,7 @@ var maxRunsField = func() Field {
 
 // specField is replaced whole; its timezone defaults to UTC, and its
 // check compiles it (the compiled spec times the next fire).
-var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "intervals", "timezone", "start_at", "end_at", "at"}, Console: true,
+var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "intervals", "timezone", "start_at", "end_at", "at", "exclude_calendars", "on_excluded"}, Console: true,
 	decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, &in.Spec) },
 	given:  func(in *UpdateInput) bool { return in.Spec != nil },
 	copy: func(from *models.Schedule, in *UpdateInput) {
@@ -407,7 +409,7 @@ var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "interval
 			spec.Timezone = "UTC"
 			u.in.Spec = &spec
 		}
-		u.compiled = compileField(u.v, *u.in.Spec)
+		u.compiled = compileField(u.v, *u.in.Spec, u.cals...)
 	},
 	apply: func(u *applying) bool {
 		if u.in.Spec == nil {
@@ -431,6 +433,10 @@ var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "interval
 		}
 		out["cron_expressions"], out["intervals"], out["timezone"] = strings.Join(s.Spec.CronExpressions, ", "), strings.Join(ivs, ", "), tz
 		out["start_at"], out["end_at"], out["at"] = s.Spec.StartAt, s.Spec.EndAt, strings.Join(s.Spec.At, ", ")
+		out["exclude_calendars"], out["on_excluded"] = strings.Join(s.Spec.ExcludeCalendars, ", "), ""
+		if len(s.Spec.ExcludeCalendars) > 0 {
+			out["on_excluded"] = cmp.Or(s.Spec.OnExcluded, "skip")
+		}
 	},
 }
 

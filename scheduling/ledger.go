@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,10 +30,15 @@ const (
 	// FateBackfillPending: a running or paused backfill job will still
 	// start it (docs/BACKFILLS.md).
 	FateBackfillPending = "backfill_pending"
+	// FateExcluded and FateMoved: a calendar the spec lists holds the
+	// occurrence's local date (CONTRACT §19); it did not fire then, and a
+	// moved one fired at MovedTo, listed there with its own fate.
+	FateExcluded = "excluded"
+	FateMoved    = "moved"
 )
 
 // Fates lists every fate, in the order surfaces show them.
-var Fates = []string{FateStarted, FateSkipped, FateBuffered, FateBackfillPending, FateMissed, FateCompacted, FatePaused, FateBeforeCreated, FateAfterDeleted, FateDue}
+var Fates = []string{FateStarted, FateSkipped, FateBuffered, FateBackfillPending, FateMissed, FateCompacted, FatePaused, FateBeforeCreated, FateAfterDeleted, FateDue, FateExcluded, FateMoved}
 
 // Ledger bounds.
 const (
@@ -60,6 +66,12 @@ type Occurrence struct {
 	Trigger    string // scheduled | drained | backfilled
 	FireLag    *time.Duration
 	Reason     string // skip reason
+	// Calendar, MovedFrom and MovedTo say what a calendar did: the
+	// calendar of an excluded or moved occurrence, where a moved one went
+	// (fate moved) and, on the fire it became, where it came from.
+	Calendar  string
+	MovedFrom *time.Time
+	MovedTo   *time.Time
 }
 
 // LedgerQuery selects a page of the ledger: occurrences in [From, To)
@@ -178,14 +190,55 @@ func (s *Service) Ledger(ctx context.Context, namespace, scheduleID string, q Le
 		page.HasMore = true
 		page.NextCursor = strconv.FormatInt(to.Unix()-1, 10)
 	}
-	if len(occ) == 0 {
-		return page, nil
+	span := to
+	if len(occ) > 0 && page.HasMore {
+		span = occ[len(occ)-1].Time.Add(time.Second)
 	}
-	if err := s.ledgerFates(ctx, sch, occ, stateOf, states, now); err != nil {
-		return nil, err
+	if len(occ) > 0 {
+		if err := s.ledgerFates(ctx, sch, occ, stateOf, states, now); err != nil {
+			return nil, err
+		}
 	}
+	occ = append(occ, calendarFates(occ, stateOf, states, time.Unix(cursor+1, 0).UTC(), span, limit)...)
+	slices.SortStableFunc(occ, func(a, b Occurrence) int { return a.Time.Compare(b.Time) })
 	page.Occurrences = occ
 	return page, nil
+}
+
+// calendarFates marks the fires a calendar moved with where they came from
+// and lists, within [from, to), the occurrences calendars took away:
+// excluded, or moved (with where to).
+func calendarFates(occ []Occurrence, stateOf []int, states []ledgerState, from, to time.Time, limit int) []Occurrence {
+	for j := range occ {
+		if spec := states[stateOf[j]].spec; spec != nil {
+			if src, cal, ok := spec.MovedFrom(occ[j].Time); ok {
+				occ[j].Calendar, occ[j].MovedFrom = cal, &src
+			}
+		}
+	}
+	var out []Occurrence
+	for i, st := range states {
+		if st.spec == nil {
+			continue
+		}
+		a, b := from, to
+		if st.after.After(a) {
+			a = st.after
+		}
+		if i+1 < len(states) && states[i+1].after.Before(b) {
+			b = states[i+1].after
+		}
+		for _, e := range st.spec.ExcludedBetween(a, b, limit) {
+			o := Occurrence{Time: e.At, Fate: FateExcluded, Calendar: e.Calendar}
+			o.Wall, o.Shift, o.Repeated = st.spec.WallOf(e.At)
+			if !e.MovedTo.IsZero() {
+				to := e.MovedTo
+				o.Fate, o.MovedTo = FateMoved, &to
+			}
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // ledgerStates reads the lifecycle of a schedule from start (the first
@@ -206,6 +259,11 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 	if err != nil {
 		return nil, false, err
 	}
+	// Specs compile with the namespace's calendars as they are now: a
+	// calendar's past contents are in its trail, not replayed here.
+	compileWith := func(spec models.Spec) (*timespec.CompiledSpec, error) {
+		return s.compileSpec(ctx, s.db, sch.Namespace, spec)
+	}
 	compiled := map[string]*timespec.CompiledSpec{}
 	specOf := func(ev *models.ScheduleEvent) (*timespec.CompiledSpec, bool) {
 		var p struct {
@@ -221,7 +279,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		if json.Unmarshal(p.Spec, &spec) != nil {
 			return nil, false
 		}
-		c, err := timespec.Compile(spec)
+		c, err := compileWith(spec)
 		if err != nil {
 			c = nil // a stored spec that no longer compiles never fired
 		}
@@ -246,7 +304,7 @@ func (s *Service) ledgerStates(ctx context.Context, sch *models.Schedule, start,
 		}
 	}
 	if !found {
-		first.spec, _ = timespec.Compile(sch.Spec)
+		first.spec, _ = compileWith(sch.Spec)
 	}
 	states := []ledgerState{first}
 	for i := range events {

@@ -72,6 +72,7 @@ type Service struct {
 	dispatch      dispatcher
 	swept         sweptTables
 	compaction    compactCursor
+	calendars     calendarCache
 }
 
 // New returns a Service.
@@ -128,7 +129,11 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 	}
 	paused := in.Paused
 	in.Paused = false // paused below, with its event
-	sch, err := s.define(in, now)
+	cals, err := s.calendarsForChange(ctx, s.db, in.Namespace, &in.Spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := s.define(in, now, cals)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +144,23 @@ func (s *Service) Create(ctx context.Context, in CreateInput, cc *CommandContext
 			return conflict(CodeScheduleAlreadyExists, "schedule %q already exists in namespace %q (deleted schedules keep their ID)", sch.ScheduleID, sch.Namespace)
 		} else if !errors.Is(err, sql.ErrNoRows) {
 			return err
+		}
+		if len(sch.Spec.ExcludeCalendars) > 0 {
+			// Again in the transaction, holding the calendars: an edit of
+			// one either committed before (and is seen here) or waits
+			// for this insert (and then re-plans it).
+			cals, err := s.calendarsForChange(ctx, tx, sch.Namespace, &sch.Spec, nil)
+			if err != nil {
+				return err
+			}
+			compiled, err := timespec.Compile(sch.Spec, cals...)
+			if err != nil {
+				return &ValidationError{Code: CodeValidationFailed, Fields: map[string]string{"spec.exclude_calendars": err.Error()}}
+			}
+			s.scheduleNext(sch, compiled, now)
+			if sch.NextFireAt == nil {
+				return &ValidationError{Code: CodeSpecNeverFires, Fields: map[string]string{"spec": "has no future fire time"}}
+			}
 		}
 		if err := models.InsertSchedule(ctx, tx, sch); err != nil {
 			if database.Of(tx).IsUniqueViolation(err) {
@@ -323,7 +345,7 @@ func (s *Service) Resume(ctx context.Context, namespace, scheduleID string, cc *
 // resumeLocked resumes a locked paused schedule from now. until is the
 // pause's end when the scheduler resumes it for that (ResumeDue).
 func (s *Service) resumeLocked(ctx context.Context, rec *recorder, sch *models.Schedule, until *time.Time) error {
-	compiled, err := timespec.Compile(sch.Spec)
+	compiled, err := rec.compile(ctx, s, rec.w.tx, sch)
 	if err != nil {
 		return fmt.Errorf("compile stored spec of %s: %w", sch.ScheduleID, err)
 	}
@@ -383,12 +405,12 @@ func (s *Service) Describe(ctx context.Context, namespace, scheduleID string) (*
 	if sch.Status == models.StatusDeleted {
 		return nil, scheduleNotFound(namespace, scheduleID)
 	}
-	return s.describe(sch), nil
+	return s.describe(ctx, sch), nil
 }
 
-func (s *Service) describe(sch *models.Schedule) *Description {
+func (s *Service) describe(ctx context.Context, sch *models.Schedule) *Description {
 	d := &Description{Schedule: sch, FutureFireTimes: []time.Time{}}
-	compiled, err := timespec.Compile(sch.Spec)
+	compiled, err := s.compileSpec(ctx, s.db, sch.Namespace, sch.Spec)
 	if err != nil {
 		d.SpecDescription = "invalid spec: " + err.Error()
 		d.SpecText = timespec.SpecText{Parts: []timespec.SpecPart{{Text: d.SpecDescription}}, Zone: cmp.Or(sch.Spec.Timezone, "UTC")}

@@ -8,7 +8,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/models"
-	"github.com/tidelinehq/tideline/timespec"
 )
 
 // Tick outcomes besides the fire outcomes.
@@ -214,7 +213,7 @@ func (s *Service) duePhase(claim func(ctx context.Context, tx bun.Tx, now time.T
 	return phase{
 		claim: claim,
 		process: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) (TickRow, error) {
-			compiled, err := timespec.Compile(sch.Spec)
+			compiled, err := rec.compile(ctx, s, tx, &sch.Schedule)
 			if err != nil {
 				return TickRow{}, fmt.Errorf("compile stored spec: %w", err)
 			}
@@ -260,7 +259,7 @@ func (s *Service) duePhase(claim func(ctx context.Context, tx bun.Tx, now time.T
 		},
 		onError: func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule, cause error) (TickRow, error) {
 			occurrence := sch.NextFireAt.UTC()
-			compiled, err := timespec.Compile(sch.Spec)
+			compiled, err := rec.compile(ctx, s, tx, &sch.Schedule)
 			if err != nil {
 				compiled = nil // a spec that no longer compiles never fires again
 			}

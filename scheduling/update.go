@@ -24,7 +24,11 @@ import (
 // included) or the jitter changed.
 func (s *Service) Update(ctx context.Context, namespace, scheduleID string, in UpdateInput, cc *CommandContext) (*models.Schedule, error) {
 	return s.mutate(ctx, namespace, scheduleID, cc, func(ctx context.Context, tx bun.Tx, rec *recorder, sch *models.ClaimedSchedule) error {
-		changed, err := s.applyUpdate(&sch.Schedule, in, rec.now)
+		cals, err := s.calendarsForChange(ctx, tx, namespace, in.Spec, &sch.Spec)
+		if err != nil {
+			return err
+		}
+		changed, err := s.applyUpdate(&sch.Schedule, in, rec.now, cals)
 		if err != nil {
 			return err
 		}
@@ -63,7 +67,11 @@ func (s *Service) PlanUpdate(ctx context.Context, namespace, scheduleID string, 
 		return nil, err
 	}
 	after := *before
-	changed, err := s.applyUpdate(&after, in, s.now())
+	cals, err := s.calendarsForChange(ctx, s.db, namespace, in.Spec, &before.Spec)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := s.applyUpdate(&after, in, s.now(), cals)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +84,11 @@ func (s *Service) PlanUpdate(ctx context.Context, namespace, scheduleID string, 
 // document before it writes any, so that one bad document stops them all.
 func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Schedule, error) {
 	in.Namespace = NamespaceOr(in.Namespace)
-	sch, err := s.define(in, s.now())
+	cals, err := s.calendarsForChange(ctx, s.db, in.Namespace, &in.Spec, nil)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := s.define(in, s.now(), cals)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +105,7 @@ func (s *Service) PlanCreate(ctx context.Context, in CreateInput) (*models.Sched
 // define is a new schedule as Create stores it, in memory: the update of
 // in's full definition onto a blank schedule, so a field is validated and
 // written by the same code (Fields) on create and on update.
-func (s *Service) define(in CreateInput, now time.Time) (*models.Schedule, error) {
+func (s *Service) define(in CreateInput, now time.Time, cals []*timespec.Calendar) (*models.Schedule, error) {
 	v := &ValidationError{Code: CodeValidationFailed}
 	if !ValidNamespace(in.Namespace) {
 		v.Add("namespace", NamespaceRule)
@@ -103,7 +115,7 @@ func (s *Service) define(in CreateInput, now time.Time) (*models.Schedule, error
 	}
 	sch := &models.Schedule{Namespace: in.Namespace, ScheduleID: in.ScheduleID, Status: models.StatusActive,
 		BufferedActions: []models.BufferedAction{}, RecentActions: []models.RecentAction{}, CreatedAt: now, UpdatedAt: now}
-	_, err := s.applyUpdate(sch, in.definition(), now)
+	_, err := s.applyUpdate(sch, in.definition(), now, cals)
 	var fields *ValidationError
 	switch {
 	case errors.As(err, &fields):
@@ -129,13 +141,15 @@ func (s *Service) define(in CreateInput, now time.Time) (*models.Schedule, error
 // applyUpdate validates in against sch and applies it in memory, returning
 // the changed fields (as ScheduleUpdated lists them). It is the whole of
 // an update but the write, shared by Update and the plans.
-func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Time) ([]string, error) {
+//
+// cals are the namespace's calendars a spec may list (calendarsForChange).
+func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Time, cals []*timespec.Calendar) ([]string, error) {
 	if sch.Status == models.StatusDeleted {
 		return nil, conflict(CodeScheduleDeleted, "schedule %q is deleted and cannot be updated", sch.ScheduleID)
 	}
 	// Every given field is checked first, so one answer lists every
 	// problem; then each is applied, in the table's order (Fields).
-	u := &applying{svc: s, sch: sch, in: &in, v: &ValidationError{Code: CodeValidationFailed}}
+	u := &applying{svc: s, sch: sch, in: &in, v: &ValidationError{Code: CodeValidationFailed}, cals: cals}
 	for _, f := range Fields {
 		f.check(u)
 	}
@@ -152,7 +166,7 @@ func (s *Service) applyUpdate(sch *models.Schedule, in UpdateInput, now time.Tim
 	if slices.Contains(changed, "spec") || slices.Contains(changed, "jitter_seconds") {
 		if compiled == nil {
 			var err error
-			if compiled, err = timespec.Compile(sch.Spec); err != nil {
+			if compiled, err = timespec.Compile(sch.Spec, cals...); err != nil {
 				return nil, fmt.Errorf("compile stored spec of %s: %w", sch.ScheduleID, err)
 			}
 		}

@@ -198,8 +198,8 @@ func validateNote(v *ValidationError, note string) {
 }
 
 // compileField compiles spec and files its errors under "spec.".
-func compileField(v *ValidationError, spec models.Spec) *timespec.CompiledSpec {
-	compiled, err := timespec.Compile(spec)
+func compileField(v *ValidationError, spec models.Spec, cals ...*timespec.Calendar) *timespec.CompiledSpec {
+	compiled, err := timespec.Compile(spec, cals...)
 	if err != nil {
 		var se *timespec.Error
 		if !errors.As(err, &se) {

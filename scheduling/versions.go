@@ -376,23 +376,27 @@ func (s *Service) PlanRevert(ctx context.Context, namespace, scheduleID string, 
 		return nil, err
 	}
 	after := *before
-	changed, err := s.applyUpdate(&after, in, s.now())
+	cals, err := s.calendarsForChange(ctx, s.db, before.Namespace, in.Spec, &before.Spec)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := s.applyUpdate(&after, in, s.now(), cals)
 	if err != nil {
 		return nil, err
 	}
 	plan := &RevertPlan{Version: v, Plan: &UpdatePlan{Schedule: &after, ChangedFields: changed, Changes: DiffSchedules(before, &after)}}
-	plan.FireTimesBefore = s.fireTimes(before)
-	plan.FireTimesAfter = s.fireTimes(&after)
+	plan.FireTimesBefore = s.fireTimes(ctx, before)
+	plan.FireTimesAfter = s.fireTimes(ctx, &after)
 	return plan, nil
 }
 
 // fireTimes are the next five canonical fire times of a schedule that can
 // fire; none for a paused or deleted one.
-func (s *Service) fireTimes(sch *models.Schedule) []time.Time {
+func (s *Service) fireTimes(ctx context.Context, sch *models.Schedule) []time.Time {
 	if sch.Status != models.StatusActive {
 		return []time.Time{}
 	}
-	return s.describe(sch).FutureFireTimes
+	return s.describe(ctx, sch).FutureFireTimes
 }
 
 // Revert updates a schedule back to the definition of version n: an
@@ -419,7 +423,11 @@ func (s *Service) Revert(ctx context.Context, namespace, scheduleID string, n in
 		if err != nil {
 			return err
 		}
-		changed, err := s.applyUpdate(&sch.Schedule, in, rec.now)
+		cals, err := s.calendarsForChange(ctx, tx, sch.Namespace, in.Spec, &sch.Spec)
+		if err != nil {
+			return err
+		}
+		changed, err := s.applyUpdate(&sch.Schedule, in, rec.now, cals)
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ func (c *specCache) put(key string, s *CompiledSpec) {
 
 // specKey is spec's content as one string: every part length-prefixed,
 // so no two different specs share a key whatever their text holds.
-func specKey(spec models.Spec) string {
+func specKey(spec models.Spec, calendars []*Calendar) string {
 	var b strings.Builder
 	field := func(s string) {
 		b.WriteString(strconv.Itoa(len(s)))
@@ -71,6 +71,22 @@ func specKey(spec models.Spec) string {
 	b.WriteByte('a')
 	for _, at := range spec.At {
 		field(at)
+	}
+	// A listed calendar stands in the key by its content, so an edited
+	// calendar (or one missing) is a different spec.
+	field(spec.OnExcluded)
+	b.WriteString(strconv.Itoa(len(spec.ExcludeCalendars)))
+	b.WriteByte('x')
+	for _, name := range spec.ExcludeCalendars {
+		field(name)
+		key := "-"
+		for _, cal := range calendars {
+			if cal != nil && cal.name == name {
+				key = cal.key
+				break
+			}
+		}
+		field(key)
 	}
 	return b.String()
 }

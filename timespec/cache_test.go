@@ -30,11 +30,11 @@ func TestSpecKeyCoversEveryField(t *testing.T) {
 		default:
 			t.Fatalf("models.Spec.%s (%s): teach specKey and this test about it", typ.Field(i).Name, f.Type())
 		}
-		require.NotEqual(t, specKey(base), specKey(changed), "models.Spec.%s changes the key", typ.Field(i).Name)
+		require.NotEqual(t, specKey(base, nil), specKey(changed, nil), "models.Spec.%s changes the key", typ.Field(i).Name)
 	}
 	// Length prefixes: moving text between parts changes the key.
-	require.NotEqual(t, specKey(models.Spec{CronExpressions: []string{"a b", "c"}}), specKey(models.Spec{CronExpressions: []string{"a", "b c"}}))
-	require.NotEqual(t, specKey(models.Spec{Intervals: []models.Interval{{Every: "PT1H"}}}), specKey(models.Spec{Intervals: []models.Interval{{Offset: "PT1H"}}}))
+	require.NotEqual(t, specKey(models.Spec{CronExpressions: []string{"a b", "c"}}, nil), specKey(models.Spec{CronExpressions: []string{"a", "b c"}}, nil))
+	require.NotEqual(t, specKey(models.Spec{Intervals: []models.Interval{{Every: "PT1H"}}}, nil), specKey(models.Spec{Intervals: []models.Interval{{Offset: "PT1H"}}}, nil))
 }
 
 func TestCompileReusesAndDescribesOnDemand(t *testing.T) {

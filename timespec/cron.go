@@ -445,6 +445,14 @@ func (c *cronPart) firesAtAll() bool {
 // shifts to 02:40 while 02:35 is real — so the scan keeps the earliest instant
 // found and stops only once no later wall time can map below it.
 func (c *cronPart) next(z *zoneCursor, after int64) (int64, bool) {
+	at, _, ok := c.nextWithWall(z, after)
+	return at, ok
+}
+
+// nextWithWall is next that also returns the wall seconds the fire stands
+// for: a time shifted by a spring-forward gap keeps the wall time written
+// (02:30, not 03:30), which is the time a calendar move keeps (CONTRACT §16).
+func (c *cronPart) nextWithWall(z *zoneCursor, after int64) (int64, int64, bool) {
 	// A match maps to instant = wall - offset for some offset in force near
 	// `after`; to see every match later than `after`, the scan must start at
 	// after + the smallest offset that can apply. That is normally the current
@@ -464,7 +472,7 @@ func (c *cronPart) next(z *zoneCursor, after int64) (int64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ws := after + low
-	var best, stop int64
+	var best, bestWall, stop int64
 	found := false
 	for range maxCronScan {
 		var ok bool
@@ -477,7 +485,7 @@ func (c *cronPart) next(z *zoneCursor, after int64) (int64, bool) {
 				break
 			}
 			if at > after && (!found || at < best) {
-				best, found = at, true
+				best, bestWall, found = at, ws, true
 				stop = best + z.maxOffsetNear(best)
 			}
 		}
@@ -488,7 +496,7 @@ func (c *cronPart) next(z *zoneCursor, after int64) (int64, bool) {
 			break
 		}
 	}
-	return best, found
+	return best, bestWall, found
 }
 
 // zonePeriod is a stretch of time during which a zone keeps one UTC offset.

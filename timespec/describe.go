@@ -27,6 +27,9 @@ type SpecText struct {
 	// Bounds is the spec's start_at/end_at as a clause ("from
 	// 2026-03-01T00:00:00Z until 2026-03-31T23:59:59Z"), empty when unbounded.
 	Bounds string
+	// Except is the calendars clause ("except days in us-bank-holidays"),
+	// empty when the spec lists none.
+	Except string
 }
 
 // SpecPart is one cron expression or interval described; Zoned says its
@@ -50,6 +53,9 @@ func (t SpecText) String() string {
 }
 
 func (t SpecText) bounded(s string) string {
+	if t.Except != "" {
+		s += ", " + t.Except
+	}
 	if t.Bounds == "" {
 		return s
 	}
@@ -80,6 +86,7 @@ func describeSpec(c *CompiledSpec) SpecText {
 	if len(c.at) > 0 {
 		t.Parts = append(t.Parts, SpecPart{Text: describeAt(c.at)})
 	}
+	t.Except = describeCalendars(c)
 	switch {
 	case c.startText != "" && c.endText != "":
 		t.Bounds = "from " + c.startText + " until " + c.endText

@@ -52,6 +52,13 @@ type CompiledSpec struct {
 	// startText and endText are the bounds as written, for the description.
 	startText, endText string
 
+	// cals are the calendars of spec.exclude_calendars, in spec order
+	// (CONTRACT §16); move is on_excluded: 0 skip, -1 previous and 1 next
+	// business day; weekend is the union of the calendars' weekend days.
+	cals    []*Calendar
+	move    int
+	weekend int
+
 	// The description is built on first use: the tick compiles a spec
 	// per fire and never shows one.
 	describe    sync.Once
@@ -69,22 +76,28 @@ type intervalPart struct {
 // "intervals[1].every", "timezone"); NeverFires marks a spec that is
 // well-formed but can never fire. A spec compiled before (by content) is
 // not compiled again: the result is pure, so the same one is returned.
-func Compile(spec models.Spec) (*CompiledSpec, error) {
-	if len(spec.CronExpressions)+len(spec.Intervals) > MaxSpecParts || len(spec.At) > MaxSpecAt {
-		return compile(spec) // refused by size; not worth a key
+//
+// calendars are the calendars spec.exclude_calendars may name (more may be
+// given; the unlisted ones are ignored). A listed name missing from them is
+// an error on its field, so a path that forgets to pass them fails loudly
+// rather than fire on a holiday. The cache key holds each listed calendar's
+// content key, so a changed calendar compiles anew.
+func Compile(spec models.Spec, calendars ...*Calendar) (*CompiledSpec, error) {
+	if len(spec.CronExpressions)+len(spec.Intervals) > MaxSpecParts || len(spec.At) > MaxSpecAt || len(spec.ExcludeCalendars) > MaxSpecCalendars {
+		return compile(spec, calendars) // refused by size; not worth a key
 	}
-	key := specKey(spec)
+	key := specKey(spec, calendars)
 	if c, ok := specs.get(key); ok {
 		return c, nil
 	}
-	c, err := compile(spec)
+	c, err := compile(spec, calendars)
 	if err == nil {
 		specs.put(key, c)
 	}
 	return c, err
 }
 
-func compile(spec models.Spec) (*CompiledSpec, error) {
+func compile(spec models.Spec, calendars []*Calendar) (*CompiledSpec, error) {
 	verr := &Error{}
 	if len(spec.CronExpressions) == 0 && len(spec.Intervals) == 0 && len(spec.At) == 0 {
 		verr.add("cron_expressions", "add at least one cron expression, interval or at time")
@@ -123,6 +136,7 @@ func compile(spec models.Spec) (*CompiledSpec, error) {
 		}
 	}
 	compileAt(c, spec.At, verr)
+	compileCalendars(c, spec.ExcludeCalendars, spec.OnExcluded, calendars, verr)
 	if len(verr.Fields) > 0 {
 		if len(never) == len(verr.Fields) {
 			verr.NeverFires = true
@@ -169,6 +183,10 @@ func checkSpecSize(verr *Error, spec models.Spec) bool {
 	for i, at := range spec.At {
 		tooLong(fmt.Sprintf("at[%d]", i), at)
 	}
+	for i, name := range spec.ExcludeCalendars {
+		tooLong(fmt.Sprintf("exclude_calendars[%d]", i), name)
+	}
+	tooLong("on_excluded", spec.OnExcluded)
 	tooLong("timezone", spec.Timezone)
 	tooLong("start_at", spec.StartAt)
 	tooLong("end_at", spec.EndAt)
@@ -265,36 +283,56 @@ func (c *CompiledSpec) Next(after time.Time) (time.Time, bool) {
 
 // next works in Unix seconds: fires are whole seconds, so "strictly after t"
 // equals "strictly after floor(t)", and the sub-second part can be dropped.
+// A spec without calendars (nearly all of them) takes the first branch only.
 func (c *CompiledSpec) next(z *zoneCursor, after int64) (int64, bool) {
+	if len(c.cals) == 0 {
+		at, _, ok := c.nextRaw(z, after, false)
+		return at, ok
+	}
+	o, ok := c.nextEffective(z, after)
+	return o.at, ok
+}
+
+// nextRaw is the spec's next occurrence before any calendar applies; with
+// wantWall it also returns the wall seconds the occurrence stands for (see
+// cronPart.nextWithWall), which only a calendar move needs.
+func (c *CompiledSpec) nextRaw(z *zoneCursor, after int64, wantWall bool) (int64, int64, bool) {
 	if after >= c.end {
-		return 0, false
+		return 0, 0, false
 	}
 	after = max(after, MinUnix)
 	if c.start > MinUnix {
 		// Nothing fires before start_at: search from the second before it.
 		after = max(after, c.start-1)
 	}
-	var best int64
-	found := false
+	var best, wall int64
+	found, cronWall := false, false
 	for _, p := range c.crons {
-		if at, ok := p.next(z, after); ok && (!found || at < best) {
+		if wantWall {
+			if at, w, ok := p.nextWithWall(z, after); ok && (!found || at < best) {
+				best, wall, found, cronWall = at, w, true, true
+			}
+		} else if at, ok := p.next(z, after); ok && (!found || at < best) {
 			best, found = at, true
 		}
 	}
 	for _, p := range c.intervals {
 		if at := p.next(after); !found || at < best {
-			best, found = at, true
+			best, found, cronWall = at, true, false
 		}
 	}
 	if i := sort.Search(len(c.at), func(i int) bool { return c.at[i] > after }); i < len(c.at) && (!found || c.at[i] < best) {
-		best, found = c.at[i], true
+		best, found, cronWall = c.at[i], true, false
 	}
 	// Instants past 9999-12-31 have no RFC 3339 form (and no real use);
 	// past end_at the spec has ended.
 	if found && best > c.end {
-		return 0, false
+		return 0, 0, false
 	}
-	return best, found
+	if found && wantWall && !cronWall {
+		wall = best + z.at(best).offset
+	}
+	return best, wall, found
 }
 
 // Between lists the canonical occurrences in [from, to), ascending, with an

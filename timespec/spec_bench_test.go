@@ -10,8 +10,8 @@ import (
 // Each benchmark walks forward from a fixed instant so that it measures a
 // realistic mix of calls rather than one cached answer.
 
-func benchmarkNext(b *testing.B, spec models.Spec) {
-	c := mustCompile(b, spec)
+func benchmarkNext(b *testing.B, spec models.Spec, cals ...*Calendar) {
+	c := mustCompile2(b, spec, cals...)
 	start := mustTime(b, "2026-01-01T00:00:00Z")
 	at := start
 	b.ReportAllocs()
@@ -91,7 +91,7 @@ func BenchmarkCompile(b *testing.B) {
 		b.Run(name+"/uncached", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				c, err := compile(spec)
+				c, err := compile(spec, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -42,7 +42,7 @@ func classify(err error) (int, apiError) {
 		}
 		return http.StatusUnprocessableEntity, apiError{Code: code, Message: validationMessage(val), Fields: val.Fields}
 	case errors.As(err, &conf):
-		return http.StatusConflict, apiError{Code: conf.Code, Message: conf.Message}
+		return http.StatusConflict, apiError{Code: conf.Code, Message: conf.Message, Schedules: conf.Schedules}
 	case errors.As(err, &bad):
 		return http.StatusBadRequest, apiError{Code: bad.Code, Message: bad.Message}
 	case errors.As(err, &he):

@@ -299,10 +299,18 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 	created := f.must(201, "POST", v2+"/schedules", dailyBody)
 	same("ScheduleDescription", created)
 	// start_at, end_at and at are left out when unset: compare a spec that has them.
+	f.must(201, "POST", v2+"/calendars", `{"name":"hol","dates":["2026-12-25"]}`)
 	bounded := f.must(201, "POST", v2+"/schedules", `{"schedule_id":"bounded","spec":{"cron_expressions":["0 6 * * *"],"intervals":[],
-		"timezone":"UTC","start_at":"2026-07-16T00:00:00Z","end_at":"2027-01-01T00:00:00Z","at":["2026-12-24T18:00:00Z"]},"action":{"workflow_type":"w"}}`)
+		"timezone":"UTC","start_at":"2026-07-16T00:00:00Z","end_at":"2027-01-01T00:00:00Z","at":["2026-12-24T18:00:00Z"],
+		"exclude_calendars":["hol"],"on_excluded":"next_business_day"},"action":{"workflow_type":"w"}}`)
 	same("Spec", bounded["spec"].(map[string]any))
+	same("Calendar", f.must(200, "GET", v2+"/calendars/hol", ""))
+	same("CalendarChange", f.must(200, "PATCH", v2+"/calendars/hol", `{"description":"holidays"}`))
 	f.must(200, "DELETE", v2+"/schedules/bounded", "")
+	calendars := f.must(200, "GET", v2+"/calendars", "")
+	same("CalendarList", calendars)
+	same("CalendarSummary", calendars["calendars"].([]any)[0].(map[string]any))
+	same("CalendarImpact", f.must(200, "POST", v2+"/calendars/hol/impact", `{"dates":[]}`))
 	list := f.must(200, "GET", v2+"/schedules", "")
 	same("ScheduleList", list)
 	same("Schedule", list["schedules"].([]any)[0].(map[string]any))
@@ -350,5 +358,14 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 	res := f.do("GET", v2+"/schedules?limit=x", "")
 	require.Equal(t, http.StatusUnprocessableEntity, res.Status)
 	same("Error", res.Body)
-	same("ErrorDetail", res.Body["error"].(map[string]any))
+	errDetail := res.Body["error"].(map[string]any)
+	require.NotContains(t, errDetail, "schedules", "schedules only in a calendar_in_use answer")
+	errDetail["schedules"] = []any{}
+	same("ErrorDetail", errDetail)
+	f.must(201, "POST", v2+"/schedules", `{"schedule_id":"holiday-user","spec":{"cron_expressions":["0 6 * * *"],"exclude_calendars":["hol"]},"action":{"workflow_type":"w"}}`)
+	res = f.do("DELETE", v2+"/calendars/hol", "")
+	require.Equal(t, http.StatusConflict, res.Status)
+	inUse := res.Body["error"].(map[string]any)
+	require.Equal(t, "calendar_in_use", inUse["code"])
+	require.Equal(t, []any{"holiday-user"}, inUse["schedules"])
 }

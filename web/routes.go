@@ -89,6 +89,16 @@ func registerRoutes(e *echo.Echo, d Deps) {
 		a.POST("/notifiers/:name/deliveries/:id/redeliver", api.Redeliver, admin)
 		a.POST("/notifiers/:name/redeliver", api.RedeliverDead, admin)
 		a.GET("/notifiers/:name/history", api.NotifierHistory, admin)
+		// Calendars (CONTRACT §16) are admin-managed; anyone who reads
+		// schedules may read the calendars their specs name, and ask what
+		// a change would do (it writes nothing).
+		a.GET("/calendars", api.ListCalendars, read)
+		a.POST("/calendars", api.CreateCalendar, admin)
+		a.GET("/calendars/:name", api.GetCalendar, read)
+		a.PATCH("/calendars/:name", api.UpdateCalendar, admin)
+		a.DELETE("/calendars/:name", api.DeleteCalendar, admin)
+		a.POST("/calendars/:name/impact", api.CalendarImpact, read)
+		a.GET("/calendars/:name/history", api.CalendarHistory, read)
 		a.RouteNotFound("/*", apiFallback(e))
 	}
 	e.GET("/waterline/api/v2/openapi.json", serveOpenAPI)
@@ -151,6 +161,11 @@ func registerRoutes(e *echo.Echo, d Deps) {
 	w.POST("/runs/retry", console.RetryMatching, cOperate)
 	w.POST("/runs/:run_id/retry", console.RetryRun, cOperate)
 	w.POST("/runs/:run_id/again", console.RunAgain, cOperate)
+	w.GET("/calendars", console.Calendars, cRead)
+	w.POST("/calendars", console.CreateCalendar, cAdmin)
+	w.GET("/calendars/:name", console.Calendar, cRead)
+	w.POST("/calendars/:name", console.UpdateCalendar, cAdmin)
+	w.POST("/calendars/:name/delete", console.DeleteCalendar, cAdmin)
 	w.GET("/notifiers", console.Notifiers, cAdmin)
 	w.POST("/notifiers", console.CreateNotifier, cAdmin)
 	w.GET("/notifiers/:name", console.Notifier, cAdmin)

@@ -14,6 +14,8 @@ from .sync import SyncClient, SyncScheduleHandle
 from .worker import NonRetryable, RunContext, SyncWorker, Worker
 from .types import (
     Action,
+    Calendar,
+    CalendarChange,
     BackfillJob,
     BackfillOccurrence,
     BackfillPage,
@@ -43,6 +45,8 @@ from .types import (
 )
 
 __all__ = [
+    "Calendar",
+    "CalendarChange",
     "API_PREFIX",
     "UNSET",
     "Action",

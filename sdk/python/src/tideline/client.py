@@ -15,6 +15,8 @@ import httpx
 
 from .errors import error_from_response, redirect_error
 from .types import (
+    Calendar,
+    CalendarChange,
     JSON,
     Action,
     BackfillJob,
@@ -194,6 +196,8 @@ class Client:
             raise redirect_error(method, str(response.request.url.copy_with(query=None)), response)
         if response.is_error:
             raise error_from_response(response)
+        if response.status_code == 204:
+            return {}
         data = response.json()
         if not isinstance(data, dict):
             raise ValueError(f"{method} {path}: expected a JSON object, got {type(data).__name__}")
@@ -467,6 +471,53 @@ class Client:
     async def delete_schedule(self, schedule_id: str) -> Schedule:
         """Soft-deletes (idempotent); the audit stream stays readable."""
         return Schedule.from_json(await self._request("DELETE", _path("schedules", schedule_id)))
+
+    # Calendars (CONTRACT §19)
+
+    async def list_calendars(self) -> list[JSON]:
+        """The namespace's calendars by name, dates by count (``date_count``)."""
+        out: list[JSON] = []
+        cursor: str | None = None
+        while True:
+            page = await self._request("GET", "calendars", params={"limit": 200, "cursor": cursor})
+            out.extend(page.get("calendars") or [])
+            cursor = page.get("next_cursor")
+            if not page.get("has_more") or not cursor:
+                return out
+
+    async def create_calendar(
+        self, name: str, *, dates: Sequence[str] = (), weekend: Sequence[str] | None = None, description: str | None = None
+    ) -> Calendar:
+        """Creates a calendar (admins); ``weekend`` defaults to sat, sun."""
+        body: JSON = {"name": name, "dates": list(dates)}
+        if weekend is not None:
+            body["weekend"] = list(weekend)
+        if description is not None:
+            body["description"] = description
+        return Calendar.from_json(await self._request("POST", "calendars", body=body))
+
+    async def get_calendar(self, name: str) -> Calendar:
+        """A calendar with ``used_by``, the live schedules that list it."""
+        return Calendar.from_json(await self._request("GET", _path("calendars", name)))
+
+    async def update_calendar(
+        self, name: str, *, dates: Sequence[str] | None = None, weekend: Sequence[str] | None = None, description: str | None = None
+    ) -> CalendarChange:
+        """Changes the given fields; every schedule using the calendar is
+        re-planned in the same transaction (``CalendarChange.replanned``)."""
+        body: JSON = {}
+        if dates is not None:
+            body["dates"] = list(dates)
+        if weekend is not None:
+            body["weekend"] = list(weekend)
+        if description is not None:
+            body["description"] = description
+        return CalendarChange.from_json(await self._request("PATCH", _path("calendars", name), body=body))
+
+    async def delete_calendar(self, name: str) -> None:
+        """Deletes a calendar no live schedule lists; else ``Conflict`` with
+        code ``calendar_in_use``."""
+        await self._request("DELETE", _path("calendars", name))
 
     # Audit stream
 

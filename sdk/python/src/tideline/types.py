@@ -69,6 +69,11 @@ class Spec:
     start_at: str = ""
     end_at: str = ""
     at: tuple[str, ...] = ()
+    # Calendars of the namespace whose dates the spec does not fire on, and
+    # what an excluded occurrence does: "skip" (default),
+    # "previous_business_day" or "next_business_day" (CONTRACT §19).
+    exclude_calendars: tuple[str, ...] = ()
+    on_excluded: str = ""
 
     @classmethod
     def from_json(cls, d: JSON) -> Spec:
@@ -79,6 +84,8 @@ class Spec:
             start_at=d.get("start_at") or "",
             end_at=d.get("end_at") or "",
             at=tuple(d.get("at") or ()),
+            exclude_calendars=tuple(d.get("exclude_calendars") or ()),
+            on_excluded=d.get("on_excluded") or "",
         )
 
     def to_json(self) -> JSON:
@@ -93,6 +100,10 @@ class Spec:
             out["end_at"] = self.end_at
         if self.at:
             out["at"] = list(self.at)
+        if self.exclude_calendars:
+            out["exclude_calendars"] = list(self.exclude_calendars)
+        if self.on_excluded:
+            out["on_excluded"] = self.on_excluded
         return out
 
 
@@ -788,4 +799,47 @@ class RevertPlan:
             fire_times_before=tuple(parse_time(t) for t in d.get("fire_times_before") or ()),
             fire_times_after=tuple(parse_time(t) for t in d.get("fire_times_after") or ()),
             schedule=Schedule.from_json(d["schedule"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """A namespace's calendar (CONTRACT §19): dates schedules listing it in
+    ``Spec.exclude_calendars`` do not fire on, and the weekend days a
+    business-day move steps over. ``used_by`` is filled by ``get_calendar``."""
+
+    namespace: str
+    name: str
+    description: str
+    dates: tuple[str, ...]
+    weekend: tuple[str, ...]
+    version: int
+    used_by: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, d: JSON) -> Calendar:
+        return cls(
+            namespace=d["namespace"],
+            name=d["name"],
+            description=d.get("description") or "",
+            dates=tuple(d.get("dates") or ()),
+            weekend=tuple(d.get("weekend") or ()),
+            version=int(d["version"]),
+            used_by=tuple(d.get("used_by") or ()),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CalendarChange:
+    """What ``update_calendar`` did: the calendar, and the schedules whose
+    next fire it re-planned, as ``(schedule_id, from, to)`` (RFC 3339 or None)."""
+
+    calendar: Calendar
+    replanned: tuple[tuple[str, str | None, str | None], ...]
+
+    @classmethod
+    def from_json(cls, d: JSON) -> CalendarChange:
+        return cls(
+            calendar=Calendar.from_json(d["calendar"]),
+            replanned=tuple((r["schedule_id"], r.get("from"), r.get("to")) for r in d.get("replanned") or ()),
         )
