@@ -189,7 +189,7 @@ func TestBoundViewerSwitchesAndErrorPagesKeepTheLayout(t *testing.T) {
 		}
 		must(t, "a viewer's registry", expect.Locator(scheduleRow(page, "a-only")).ToBeVisible())
 		must(t, "no checkbox column", expect.Locator(page.Locator("table.registry th.select, table.registry td.select")).ToHaveCount(0))
-		must(t, "the ID is the first column", expect.Locator(page.Locator("table.registry thead th").First()).ToHaveText("Schedule ID"))
+		must(t, "the schedule is the first column", expect.Locator(page.Locator("table.registry thead th").First()).ToHaveText("Schedule"))
 
 		// A 404 for a schedule held by another namespace nina can see.
 		resp, err := page.Goto("/waterline/schedules/shared")
@@ -244,9 +244,11 @@ func TestBoundViewerSwitchesAndErrorPagesKeepTheLayout(t *testing.T) {
 	})
 }
 
-// Scenario (issue 21 §10): every page is titled in one word, "X · Tideline";
-// /waterline opens the registry; a 404 in local mode keeps the banner.
-func TestOneWordTitlesAndErrorBanner(t *testing.T) {
+// Scenario (issue 21 §10, issue 37 §15): every page is titled "X ·
+// Tideline", X one word and the ID of the schedule or run it shows, so two
+// tabs tell apart; /waterline opens the registry; a 404 in local mode
+// keeps the banner.
+func TestPageTitlesAndErrorBanner(t *testing.T) {
 	forEachDatabase(t, noLoop, func(t *testing.T, srv *server) {
 		api := newAPI(t, srv)
 		api.createSchedule(sched{ID: "nightly", Cron: "0 2 * * *"})
@@ -260,14 +262,14 @@ func TestOneWordTitlesAndErrorBanner(t *testing.T) {
 		must(t, "/waterline opens the registry", expect.Page(page).ToHaveURL(regexp.MustCompile(`/waterline/schedules$`)))
 		for path, want := range map[string]string{
 			"/waterline/schedules":                  "Schedules",
-			"/waterline/schedules/nightly":          "Schedule",
-			"/waterline/schedules/nightly/history":  "History",
-			"/waterline/schedules/nightly/edit":     "Edit",
-			"/waterline/schedules/nightly/backfill": "Backfill",
-			"/waterline/schedules/nightly/delete":   "Delete",
+			"/waterline/schedules/nightly":          "Schedule nightly",
+			"/waterline/schedules/nightly/history":  "History nightly",
+			"/waterline/schedules/nightly/edit":     "Edit nightly",
+			"/waterline/schedules/nightly/backfill": "Backfill nightly",
+			"/waterline/schedules/nightly/delete":   "Delete nightly",
 			"/waterline/schedules/new":              "Create",
 			"/waterline/runs":                       "Runs",
-			"/waterline/runs/" + run.RunID:          "Run",
+			"/waterline/runs/" + run.RunID:          "Run " + run.RunID,
 			"/waterline/notifiers":                  "Notifiers",
 		} {
 			gotoOK(t, page, path)
