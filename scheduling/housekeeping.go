@@ -23,6 +23,7 @@ const (
 	TaskCompactAudit      = "compact_audit"       // Compact: fire and skip events older than KeepRuns
 	TaskOptimize          = "optimize"            // Dialect.Optimize
 	TaskVacuumDueQueue    = "vacuum_due_queue"    // models.VacuumDueQueue
+	TaskVacuumHealth      = "vacuum_health"       // models.VacuumHealth
 )
 
 // optimizeEvery is how often the loop refreshes SQLite's statistics.
@@ -76,6 +77,9 @@ func (l *Loop) housekeeping(limit int, period time.Duration) (beforeFire, afterF
 		}},
 		{Name: TaskVacuumDueQueue, Every: vacuumEvery, Run: func(ctx context.Context) (LoopResult, error) {
 			return LoopResult{}, models.VacuumDueQueue(ctx, svc.db)
+		}},
+		{Name: TaskVacuumHealth, Every: vacuumEvery, Run: func(ctx context.Context) (LoopResult, error) {
+			return LoopResult{}, models.VacuumHealth(ctx, svc.db)
 		}},
 	}
 	return beforeFire, afterFire, upkeep

@@ -19,6 +19,7 @@ import (
 var allTasks = []string{
 	scheduling.TaskResumeTimedPauses, scheduling.TaskFoldHealth, scheduling.TaskPauseFailing,
 	scheduling.TaskEnforceDeadlines, scheduling.TaskRetention, scheduling.TaskCompactAudit, scheduling.TaskOptimize, scheduling.TaskVacuumDueQueue,
+	scheduling.TaskVacuumHealth,
 }
 
 // passTasks are the ones RunOnce runs around its tick.
@@ -188,4 +189,28 @@ func TestServedLoopFiresOnTimeBesideABadTask(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Upkeep vacuums the health rows on PostgreSQL, which every run's end
+// rewrites past their indexes (TaskVacuumHealth): their dead versions are
+// gone after one upkeep pass, where autovacuum may be off or late.
+func TestUpkeepVacuumsTheHealthRows(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	f := newFixture(t, db)
+	runID := f.retrying("churn", nil)
+	f.failOnce(runID, "io")
+	loop := &scheduling.Loop{Service: f.svc}
+	_, err := loop.RunOnce(f.ctx) // folds the run's end into the health row
+	require.NoError(t, err)
+	dead := func() (n int64) {
+		require.NoError(t, db.NewRaw("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'workflow_schedule_health'::regclass").Scan(f.ctx, &n))
+		return n
+	}
+	var before int64
+	require.Eventually(t, func() bool { before = dead(); return before > 0 }, 10*time.Second, 50*time.Millisecond,
+		"the fold left a dead version of the health row")
+	_, err = loop.Upkeep(f.ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return dead() == 0 }, 10*time.Second, 50*time.Millisecond, "dead versions after upkeep (were %d)", before)
 }

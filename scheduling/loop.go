@@ -163,6 +163,16 @@ func (l *Loop) RunOnce(ctx context.Context) (LoopResult, error) {
 	return res, errors.Join(beforeErr, tickErr, afterErr)
 }
 
+// Upkeep runs the database's upkeep tasks once (statistics, the vacuums of
+// the due queue and the health rows), as a served loop does on periods of
+// their own: for tests and simulations that drive the loop by RunOnce.
+func (l *Loop) Upkeep(ctx context.Context) (LoopResult, error) {
+	_, _, upkeep := l.housekeeping(l.limit(), l.Period)
+	var res LoopResult
+	err := l.runTasks(ctx, l.runner(nil), upkeep, &res)
+	return res, err
+}
+
 // FireOnce is the fire goroutine's pass: tick until a batch comes back
 // short, nothing else.
 func (l *Loop) FireOnce(ctx context.Context) (LoopResult, error) {
