@@ -375,15 +375,15 @@ func kindName(k string) string {
 
 // step is one planned change of an apply.
 type step struct {
-	kind    string // create, update, delete; create calendar, update calendar
-	id      string
+	kind string // create, update, delete; create calendar, update calendar
+	id   string
 	// A calendar step: the calendar to write and the plan's lines.
 	calendar *apijson.CalendarWrite
 	lines    []string
-	doc     *fileDoc
-	patch   apijson.SchedulePatch
-	fields  []string
-	changes []apijson.FieldChange
+	doc      *fileDoc
+	patch    apijson.SchedulePatch
+	fields   []string
+	changes  []apijson.FieldChange
 }
 
 func runScheduleApply(ctx context.Context, e env, args []string) error {
