@@ -391,7 +391,7 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 	c.source = scheduling.SourceApply // what drift is measured from
 	file := c.fs.String("f", "", "the file of schedules, or - for standard input (required)")
 	dryRun := c.fs.Bool("dry-run", false, "print the plan and change nothing")
-	prune := c.fs.Bool("prune", false, "also delete schedules labelled "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+" that the file no longer lists")
+	prune := c.fs.Bool("prune", false, "also delete schedules labelled "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+" that the file no longer lists, and calendars apply last changed that no schedule lists any more")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}
@@ -418,6 +418,8 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 			_, err = a.CreateCalendar(ctx, *st.calendar)
 		case "update calendar":
 			_, err = a.UpdateCalendar(ctx, st.id, *st.calendar)
+		case "delete calendar":
+			err = a.DeleteCalendar(ctx, st.id)
 		case "create":
 			_, err = a.CreateSchedule(ctx, st.doc.req)
 		case "update":
@@ -431,8 +433,12 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("%s %s: %w (%d of %d steps were applied, listed above; run apply again to finish)", st.kind, st.id, explain(err), i, len(p.steps))
 		}
 	}
-	if n := p.counts["create calendar"] + p.counts["update calendar"]; n > 0 {
-		fmt.Fprintf(e.stdout, "Applied calendars: %d created, %d updated.\n", p.counts["create calendar"], p.counts["update calendar"])
+	if n := p.counts["create calendar"] + p.counts["update calendar"] + p.counts["delete calendar"]; n > 0 {
+		fmt.Fprintf(e.stdout, "Applied calendars: %d created, %d updated", p.counts["create calendar"], p.counts["update calendar"])
+		if n := p.counts["delete calendar"]; n > 0 {
+			fmt.Fprintf(e.stdout, ", %d deleted", n)
+		}
+		fmt.Fprintln(e.stdout, ".")
 	}
 	if p.counts["create"]+p.counts["update"]+p.counts["delete"] > 0 {
 		fmt.Fprintf(e.stdout, "Applied: %d created, %d updated, %d deleted.\n", p.counts["create"], p.counts["update"], p.counts["delete"])
@@ -448,6 +454,10 @@ type applyPlan struct {
 	counts    map[string]int
 	// The file's calendars: how many, and how many match already.
 	calendars, calendarsUnchanged int
+	// Calendars managed by apply the file no longer lists: deleted with
+	// --prune (steps), kept without it (strayCalendars), kept while a
+	// schedule will still list them (keptCalendars).
+	strayCalendars, keptCalendars []string
 }
 
 // openPlan reads the file named by -f, opens the backend and plans apply;
@@ -547,6 +557,16 @@ func planApply(ctx context.Context, a backend, ns, name string, docs []fileDoc, 
 			p.steps = append(p.steps, step{kind: "delete", id: id})
 		}
 	}
+	calsInFile, byID := map[string]bool{}, map[string]*fileDoc{}
+	for _, fc := range cals {
+		calsInFile[fc.doc.Name] = true
+	}
+	for i := range docs {
+		byID[docs[i].req.ScheduleID] = &docs[i]
+	}
+	if err := strayCalendars(ctx, a, p, calsInFile, byID, prune); err != nil {
+		return nil, err
+	}
 	for _, st := range p.steps {
 		p.counts[st.kind]++
 	}
@@ -569,14 +589,26 @@ func (p *applyPlan) print(w io.Writer, prune bool) {
 			printChanges(w, "~ update "+st.id, st.changes)
 		case "delete":
 			fmt.Fprintf(w, "- delete %s (managed by apply, not in the file)\n", st.id)
+		case "delete calendar":
+			fmt.Fprintf(w, "- delete calendar %s (managed by apply, not in the file)\n", st.id)
 		}
 	}
-	if p.calendars > 0 {
-		fmt.Fprintf(w, "Calendars: %d to create, %d to update, %d unchanged.\n", p.counts["create calendar"], p.counts["update calendar"], p.calendarsUnchanged)
+	if p.calendars > 0 || p.counts["delete calendar"] > 0 {
+		fmt.Fprintf(w, "Calendars: %d to create, %d to update, %d unchanged", p.counts["create calendar"], p.counts["update calendar"], p.calendarsUnchanged)
+		if n := p.counts["delete calendar"]; n > 0 {
+			fmt.Fprintf(w, ", %d to delete", n)
+		}
+		fmt.Fprintln(w, ".")
 	}
 	fmt.Fprintf(w, "Plan: %d to create, %d to update, %d to delete, %d unchanged.\n", p.counts["create"], p.counts["update"], p.counts["delete"], p.unchanged)
 	if len(p.strays) > 0 && !prune {
 		fmt.Fprintf(w, "Not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(p.strays, ", "))
+	}
+	if len(p.strayCalendars) > 0 {
+		fmt.Fprintf(w, "Calendars not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(p.strayCalendars, ", "))
+	}
+	if len(p.keptCalendars) > 0 {
+		fmt.Fprintf(w, "Calendars not in the file but managed by apply, kept while schedules list them: %s\n", strings.Join(p.keptCalendars, "; "))
 	}
 }
 

@@ -97,6 +97,42 @@ func TestApplyCalendars(t *testing.T) {
 		unchanged := "Calendars: 0 to create, 0 to update, 2 unchanged.\nPlan: 0 to create, 0 to update, 0 to delete, 1 unchanged.\n"
 		require.Equal(t, unchanged, d.run(t, "schedule", "apply", "-f", writeFile(t, "export.yaml", exported)))
 		require.Equal(t, unchanged, d.run(t, "schedule", "apply", "-f", writeFile(t, "export.json", d.run(t, "schedule", "export", "--output", "json"))))
+
+		// Prune mirrors schedules: a calendar apply wrote last and the file
+		// no longer lists is kept (and named) without --prune, deleted with
+		// it once no schedule lists it; calendars made or edited by hand stay.
+		d.run(t, "calendar", "add", "by-hand")
+		d.run(t, "schedule", "apply", "-f", writeFile(t, "taken.yaml", "- kind: calendar\n  name: taken\n"))
+		d.run(t, "calendar", "update", "taken", "--description", "ours now")
+		d.run(t, "schedule", "apply", "-f", writeFile(t, "lone.yaml", "- kind: calendar\n  name: lone\n"))
+		lessFile := writeFile(t, "less.yaml", strings.Replace(calendarFile, "2099-12-26", "2099-12-24", 1))
+		require.Equal(t, "~ update payroll\n"+
+			"    exclude_calendars: hol, closures → hol\n"+
+			"Calendars: 0 to create, 0 to update, 1 unchanged.\n"+
+			"Plan: 0 to create, 1 to update, 0 to delete, 0 unchanged.\n"+
+			"Calendars not in the file but managed by apply (kept; --prune deletes them): closures, lone\n"+
+			"Dry run: nothing changed.\n", d.run(t, "schedule", "apply", "-f", lessFile, "--dry-run"))
+		require.Equal(t, "~ update payroll\n"+
+			"    exclude_calendars: hol, closures → hol\n"+
+			"- delete calendar closures (managed by apply, not in the file)\n"+
+			"- delete calendar lone (managed by apply, not in the file)\n"+
+			"Calendars: 0 to create, 0 to update, 1 unchanged, 2 to delete.\n"+
+			"Plan: 0 to create, 1 to update, 0 to delete, 0 unchanged.\n"+
+			"Applied calendars: 0 created, 0 updated, 2 deleted.\n"+
+			"Applied: 0 created, 1 updated, 0 deleted.\n", d.run(t, "schedule", "apply", "-f", lessFile, "--prune"))
+		list := d.run(t, "calendar", "list")
+		require.Contains(t, list, "by-hand")
+		require.Contains(t, list, "taken")
+		require.NotContains(t, list, "closures")
+		require.NotContains(t, list, "lone")
+		// Still listed by a schedule the file does not delete: kept.
+		only := writeFile(t, "only.yaml", "- kind: calendar\n  name: other\n")
+		require.Equal(t, "+ create calendar other\n    weekend: sun,sat\n    dates: (none)\n"+
+			"Calendars: 1 to create, 0 to update, 0 unchanged.\n"+
+			"Plan: 0 to create, 0 to update, 0 to delete, 0 unchanged.\n"+
+			"Not in the file but managed by apply (kept; --prune deletes them): payroll\n"+
+			"Calendars not in the file but managed by apply, kept while schedules list them: hol (used by payroll)\n"+
+			"Dry run: nothing changed.\n", d.run(t, "schedule", "apply", "-f", only, "--dry-run"))
 	})
 }
 
