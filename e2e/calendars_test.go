@@ -23,7 +23,9 @@ func TestCalendarConsole(t *testing.T) {
 		must(t, "zone", err)
 		now := time.Now().In(ny)
 		year := now.Year()
-		day := func(m time.Month, d int) string { return time.Date(year, m, d, 0, 0, 0, 0, time.UTC).Format(time.DateOnly) }
+		day := func(m time.Month, d int) string {
+			return time.Date(year, m, d, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+		}
 		// A year of bank holidays, and two office closures in the coming
 		// days, so the next fires of a weekday schedule meet them.
 		soon := nextWeekdays(now, 2, 2)
