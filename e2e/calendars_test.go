@@ -108,6 +108,12 @@ func TestCalendarConsole(t *testing.T) {
 				must(t, "the closure "+d+" moved", expect.Locator(note).ToHaveCount(1))
 				must(t, "named with its calendar", expect.Locator(note).ToContainText("(us-bank-holidays)"))
 			}
+			for _, d := range soon {
+				day, err := time.Parse(time.DateOnly, d)
+				must(t, "date", err)
+				moved := preview.GetByTestId("preview-moved").Filter(playwright.LocatorFilterOptions{HasText: "moved from " + day.Format("Mon 01-02")})
+				must(t, "the fire moved off "+d+" marked in the list", expect.Locator(moved).ToHaveCount(1))
+			}
 			if phone {
 				noHorizontalScroll(t, page, "the form with a calendar")
 			}
@@ -118,17 +124,22 @@ func TestCalendarConsole(t *testing.T) {
 }
 
 // nextWeekdays are n Monday-to-Friday dates after now, the first at least
-// skip days ahead and each two weekdays after the last.
+// skip days ahead and each three weekdays after the one before (so the
+// business days they move to are distinct).
 func nextWeekdays(now time.Time, skip, n int) []string {
+	weekday := func(d time.Time) bool { return d.Weekday() != time.Saturday && d.Weekday() != time.Sunday }
 	var out []string
 	d := now.AddDate(0, 0, skip)
-	for len(out) < n {
-		if wd := d.Weekday(); wd != time.Saturday && wd != time.Sunday {
-			out = append(out, d.Format(time.DateOnly))
-			d = d.AddDate(0, 0, 2)
-			continue
-		}
+	for !weekday(d) {
 		d = d.AddDate(0, 0, 1)
+	}
+	for len(out) < n {
+		out = append(out, d.Format(time.DateOnly))
+		for k := 0; k < 3; {
+			if d = d.AddDate(0, 0, 1); weekday(d) {
+				k++
+			}
+		}
 	}
 	return out
 }

@@ -183,7 +183,8 @@ func (h *Console) calendarPage(c echo.Context, r *request, status int, name stri
 }
 
 // proposedYear is the year an impact's year view opens on: the first year
-// from def on whose dates the edit changes, else def.
+// from def on whose dates the edit changes, else the last one before it,
+// else def.
 func proposedYear(stored, proposed []string, def int) int {
 	was, will := map[string]bool{}, map[string]bool{}
 	for _, d := range stored {
@@ -192,11 +193,15 @@ func proposedYear(stored, proposed []string, def int) int {
 	for _, d := range proposed {
 		will[d] = true
 	}
-	best := 0
+	best, past := 0, 0
 	consider := func(d string) {
 		y, err := strconv.Atoi(d[:min(4, len(d))])
-		if err == nil && y >= def && (best == 0 || y < best) {
+		switch {
+		case err != nil:
+		case y >= def && (best == 0 || y < best):
 			best = y
+		case y < def && y > past:
+			past = y
 		}
 	}
 	for d := range was {
@@ -209,10 +214,13 @@ func proposedYear(stored, proposed []string, def int) int {
 			consider(d)
 		}
 	}
-	if best == 0 {
-		return def
+	switch {
+	case best != 0:
+		return best
+	case past != 0:
+		return past
 	}
-	return best
+	return def
 }
 
 // calendarYear lays out one year of a calendar as twelve month grids,
@@ -239,6 +247,31 @@ func calendarYear(stored, proposed []string, compare bool, weekend []string, yea
 		DayHeads: []string{"Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"}}
 	if count == 1 {
 		y.Count = fmt.Sprintf("1 date in %d", year)
+	}
+	// An edit shows only the months it changes (every month if none).
+	changed := map[time.Month]bool{}
+	var added, removed int
+	for d := range after {
+		if !in[d] && strings.HasPrefix(d, prefix) {
+			added++
+			changed[monthOf(d)] = true
+		}
+	}
+	for d := range in {
+		if compare && !after[d] && strings.HasPrefix(d, prefix) {
+			removed++
+			changed[monthOf(d)] = true
+		}
+	}
+	if compare {
+		y.Year = fmt.Sprintf("What this edit changes in %d", year)
+		y.Count = fmt.Sprintf("%d date(s) added, %d removed", added, removed)
+		if len(changed) == 0 {
+			compare = false
+			y.Compare = false
+			y.Year = strconv.Itoa(year)
+			y.Count = fmt.Sprintf("%d dates in %d", count, year)
+		}
 	}
 	todayText := today.Format(time.DateOnly)
 	for m := time.January; m <= time.December; m++ {
@@ -283,9 +316,16 @@ func calendarYear(stored, proposed []string, compare bool, weekend []string, yea
 			}
 			mv.Weeks = append(mv.Weeks, week)
 		}
-		y.Months = append(y.Months, mv)
+		if !compare || changed[m] {
+			y.Months = append(y.Months, mv)
+		}
 	}
 	return y
+}
+
+func monthOf(date string) time.Month {
+	m, _ := strconv.Atoi(date[5:7])
+	return time.Month(m)
 }
 
 // calendarEventSummary says in words what a change did.
@@ -350,15 +390,17 @@ func (h *Console) UpdateCalendar(c echo.Context) error {
 		case err != nil:
 			return err
 		}
-		loc := r.zone("")
 		v := &views.CalendarImpactView{Window: "the next 366 days"}
 		for _, s := range im.Schedules {
+			// Each schedule's fires in its own zone (or as the time
+			// setting says), as its page shows them.
+			loc := r.zone(s.Timezone)
 			sv := views.ScheduleImpactView{Schedule: views.Link{Label: s.ScheduleID, URL: r.url(scheduleURL(s.ScheduleID))}, Truncated: s.Truncated}
 			for _, t := range s.Added {
-				sv.Added = append(sv.Added, t.In(loc).Format("2006-01-02 15:04"))
+				sv.Added = append(sv.Added, absMoment(t, loc))
 			}
 			for _, t := range s.Removed {
-				sv.Removed = append(sv.Removed, t.In(loc).Format("2006-01-02 15:04"))
+				sv.Removed = append(sv.Removed, absMoment(t, loc))
 			}
 			v.Schedules = append(v.Schedules, sv)
 		}

@@ -652,6 +652,7 @@ type CalendarImpact struct {
 // ScheduleImpact is one schedule's fires the change adds and removes.
 type ScheduleImpact struct {
 	ScheduleID     string
+	Timezone       string // the schedule's spec timezone, to show its fires in
 	Added, Removed []time.Time
 	Truncated      bool // more than MaxImpactChanges either way
 }
@@ -707,7 +708,7 @@ func (s *Service) CalendarImpact(ctx context.Context, namespace, name string, in
 		}
 		before, err1 := was.Between(out.From, out.To, MaxBackfillJobOccurrences)
 		later, err2 := will.Between(out.From, out.To, MaxBackfillJobOccurrences)
-		im := ScheduleImpact{ScheduleID: sch.ScheduleID, Added: []time.Time{}, Removed: []time.Time{}, Truncated: err1 != nil || err2 != nil}
+		im := ScheduleImpact{ScheduleID: sch.ScheduleID, Timezone: sch.Spec.Timezone, Added: []time.Time{}, Removed: []time.Time{}, Truncated: err1 != nil || err2 != nil}
 		old := map[int64]bool{}
 		for _, t := range before {
 			old[t.Unix()] = true
