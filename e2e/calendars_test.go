@@ -116,8 +116,12 @@ func TestCalendarConsole(t *testing.T) {
 			}
 			if phone {
 				noHorizontalScroll(t, page, "the form with a calendar")
+				// The calendar fields, then the preview under them.
+				_, err := page.GetByTestId("field-exclude_calendars").Evaluate(`el => el.scrollIntoView({block: "start"})`, nil)
+				must(t, "scroll to the calendar fields", err)
+			} else {
+				must(t, "scroll to the preview", preview.ScrollIntoViewIfNeeded())
 			}
-			must(t, "scroll to the preview", preview.ScrollIntoViewIfNeeded())
 			shootJob(t, page, "console-form-calendar"+vp.suffix+".png")
 		}
 	})

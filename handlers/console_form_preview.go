@@ -43,7 +43,7 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 	movedFrom := map[int64]string{}
 	for _, e := range p.Excluded {
 		if !e.MovedTo.IsZero() {
-			movedFrom[e.MovedTo.Unix()] = fmt.Sprintf("moved from %s (%s)", e.At.In(loc).Format("Mon 01-02"), e.Calendar)
+			movedFrom[e.MovedTo.Unix()] = "moved from " + e.At.In(loc).Format("Mon 01-02")
 		}
 	}
 	if len(movedFrom) > 0 {

@@ -97,7 +97,7 @@ type SpecPreviewView struct {
 	Description string // "At 02:00 every day"
 	Timezone    string
 	FireTimes   []Moment // next 10 canonical fire times, in the timezone
-	FireNotes   []string // beside each fire time, "" or "moved from Mon 12-07 (us-bank-holidays)"
+	FireNotes   []string // beside each fire time, "" or "moved from Mon 12-07" (the notes name the calendar)
 	// CalendarNotes say what the spec's calendars do to the occurrences
 	// previewed ("2026-12-25 09:00 excluded by us-bank-holidays").
 	CalendarNotes []string
