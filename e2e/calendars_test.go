@@ -68,6 +68,8 @@ func TestCalendarConsole(t *testing.T) {
 			must(t, "a Saturday is weekend", expect.Locator(yearView.Locator(`td[data-date="`+firstSaturday(year)+`"]`)).ToHaveClass(regexp.MustCompile(`\bwe\b`)))
 			if phone {
 				noHorizontalScroll(t, page, "the calendar page")
+			} else {
+				checkA11y(t, page, "the calendar page")
 			}
 			shootJob(t, page, "console-calendar"+vp.suffix+".png")
 
@@ -85,6 +87,8 @@ func TestCalendarConsole(t *testing.T) {
 			must(t, "the stored dates are unchanged", expect.Locator(page.GetByTestId("calendar-date-count")).ToHaveText("13"))
 			if phone {
 				noHorizontalScroll(t, page, "the impact")
+			} else {
+				checkA11y(t, page, "the impact of an edit")
 			}
 			must(t, "scroll to the impact", impact.ScrollIntoViewIfNeeded())
 			shootJob(t, page, "console-calendar-impact"+vp.suffix+".png")
