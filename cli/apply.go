@@ -732,7 +732,11 @@ func reportDocError(errs *fileErrors, d *fileDoc, err error) {
 	var verr *scheduling.ValidationError
 	if errors.As(err, &verr) {
 		for _, k := range sortedKeys(verr.Fields) {
-			errs.add(fieldLine(d.node, k), "%s%s: %s: %s", prefix, verr.Code, k, verr.Fields[k])
+			msg := verr.Fields[k]
+			if strings.HasPrefix(k, "spec.exclude_calendars[") && strings.Contains(msg, "unknown calendar") {
+				msg += ", or add it to the file as a kind: calendar item"
+			}
+			errs.add(fieldLine(d.node, k), "%s%s: %s: %s", prefix, verr.Code, k, msg)
 		}
 		return
 	}

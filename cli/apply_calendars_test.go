@@ -154,7 +154,7 @@ func TestApplyCalendarErrors(t *testing.T) {
 				[]string{`bad.yaml:1: kind must be calendar or schedule (the default), not "holiday"`, "bad.yaml:2: a calendar needs a name",
 					`bad.yaml:6: calendar "a" appears twice (first at line 4)`}},
 			{"a calendar neither in the file nor the namespace", "- kind: calendar\n  name: a\n- schedule_id: s\n  spec:\n    cron_expressions: ['@daily']\n    exclude_calendars: [a, b]\n  action: {workflow_type: w}\n",
-				[]string{"bad.yaml:6: s: validation_failed: spec.exclude_calendars[1]: unknown calendar \"b\""}},
+				[]string{"bad.yaml:6: s: validation_failed: spec.exclude_calendars[1]: unknown calendar \"b\"", "or add it to the file as a kind: calendar item"}},
 			{"a file calendar that leaves no business day", "- kind: calendar\n  name: a\n  weekend: [mon, tue, wed, thu, fri, sat, sun]\n" +
 				"- schedule_id: s\n  spec:\n    cron_expressions: ['@daily']\n    exclude_calendars: [a]\n    on_excluded: next_business_day\n  action: {workflow_type: w}\n",
 				[]string{"bad.yaml:8: s: validation_failed: spec.on_excluded: the listed calendars' weekends cover every day"}},
