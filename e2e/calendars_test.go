@@ -82,7 +82,9 @@ func TestCalendarConsole(t *testing.T) {
 			impact := page.GetByTestId("calendar-impact-result")
 			must(t, "both schedules change", expect.Locator(impact.GetByTestId("impact-schedule")).ToHaveCount(2))
 			must(t, "nothing saved", expect.Locator(impact).ToContainText("Nothing was saved yet"))
-			must(t, "the added day in the year", expect.Locator(page.GetByTestId("calendar-year").Locator(`td[data-date="`+added+`"]`)).ToHaveClass(regexp.MustCompile(`\badded\b`)))
+			if added[:4] == soon[0][:4] { // the edit's months are shown for one year: the first it changes
+				must(t, "the added day in the year", expect.Locator(page.GetByTestId("calendar-year").Locator(`td[data-date="`+added+`"]`)).ToHaveClass(regexp.MustCompile(`\badded\b`)))
+			}
 			must(t, "the removed day in the year", expect.Locator(page.GetByTestId("calendar-year").Locator(`td[data-date="`+soon[0]+`"]`)).ToHaveClass(regexp.MustCompile(`\bremoved\b`)))
 			must(t, "the stored dates are unchanged", expect.Locator(page.GetByTestId("calendar-date-count")).ToHaveText("13"))
 			if phone {
