@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -23,7 +24,8 @@ import (
 )
 
 // The file format of export and apply (docs/schedules-file.md): a YAML (or
-// JSON) list of schedules in the shape of POST /schedules.
+// JSON) list of schedules in the shape of POST /schedules, and of the
+// calendars they list (kind: calendar, apply_calendars.go).
 
 var exportFormats = []string{"yaml", "json"}
 
@@ -61,10 +63,21 @@ func runScheduleExport(ctx context.Context, e env, args []string) error {
 			docs = append(docs, exportDoc(&s))
 		}
 	}
-	if *output == "json" {
-		return writeJSON(e.stdout, docs)
+	cals, err := exportCalendars(ctx, a, docs)
+	if err != nil {
+		return err
 	}
-	out, err := toYAML(docs)
+	items := make([]any, 0, len(cals)+len(docs))
+	for _, cal := range cals {
+		items = append(items, cal)
+	}
+	for _, d := range docs {
+		items = append(items, d)
+	}
+	if *output == "json" {
+		return writeJSON(e.stdout, items)
+	}
+	out, err := toYAML(items)
 	if err != nil {
 		return err
 	}
@@ -150,7 +163,7 @@ func (e *fileErrors) Error() string {
 // Keys a document may hold, at each level: the JSON names of the API's own
 // shapes, so a field added there is known here without another list.
 var (
-	docKeys      = jsonKeys(apijson.CreateSchedule{})
+	docKeys      = append(jsonKeys(apijson.CreateSchedule{}), "kind")
 	specKeys     = jsonKeys(apijson.Spec{})
 	intervalKeys = jsonKeys(apijson.Interval{})
 	actionKeys   = jsonKeys(apijson.Action{})
@@ -171,8 +184,15 @@ func jsonKeys(v any) []string {
 	return keys
 }
 
-// parseFile reads an apply file; every problem is reported with its line.
+// parseFile reads the schedules of an apply file.
 func parseFile(name string, data []byte) ([]fileDoc, error) {
+	docs, _, err := parseApplyFile(name, data)
+	return docs, err
+}
+
+// parseApplyFile reads an apply file: its schedules and its calendars;
+// every problem is reported with its line.
+func parseApplyFile(name string, data []byte) ([]fileDoc, []fileCalendar, error) {
 	errs := &fileErrors{name: name}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -181,21 +201,32 @@ func parseFile(name string, data []byte) ([]fileDoc, error) {
 			line, _ = strconv.Atoi(m[1])
 		}
 		errs.add(line, "not valid YAML: %s", strings.TrimPrefix(yamlLine.ReplaceAllString(err.Error(), ""), "yaml: "))
-		return nil, errs
+		return nil, nil, errs
 	}
 	if len(root.Content) == 0 {
-		return nil, nil // an empty file: no schedules
+		return nil, nil, nil // an empty file: no schedules
 	}
 	list := root.Content[0]
 	if list.Kind != yaml.SequenceNode {
-		errs.add(list.Line, "the file must be a list of schedules (each item starting with '- schedule_id: …')")
-		return nil, errs
+		errs.add(list.Line, "the file must be a list of schedules (each item starting with '- schedule_id: …') and calendars ('- kind: calendar')")
+		return nil, nil, errs
 	}
 	var docs []fileDoc
-	seen := map[string]int{}
+	var cals []fileCalendar
+	seen, seenCals := map[string]int{}, map[string]int{}
 	for _, item := range list.Content {
 		if item.Kind != yaml.MappingNode {
 			errs.add(item.Line, "each schedule must be a mapping of fields")
+			continue
+		}
+		kind, ok := itemKind(errs, item)
+		if !ok {
+			continue
+		}
+		if kind == kindCalendar {
+			if fc, ok := parseCalendarItem(errs, item, seenCals); ok {
+				cals = append(cals, fc)
+			}
 			continue
 		}
 		checkKeys(errs, item, docKeys, "")
@@ -241,9 +272,9 @@ func parseFile(name string, data []byte) ([]fileDoc, error) {
 		docs = append(docs, fileDoc{req: req, node: item})
 	}
 	if len(errs.errs) > 0 {
-		return nil, errs
+		return nil, nil, errs
 	}
-	return docs, nil
+	return docs, cals, nil
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+): `)
@@ -344,12 +375,15 @@ func kindName(k string) string {
 
 // step is one planned change of an apply.
 type step struct {
-	kind    string // create, update, delete
-	id      string
-	doc     *fileDoc
-	patch   apijson.SchedulePatch
-	fields  []string
-	changes []apijson.FieldChange
+	kind string // create, update, delete; create calendar, update calendar
+	id   string
+	// A calendar step: the calendar to write and the plan's lines.
+	calendar *apijson.CalendarWrite
+	lines    []string
+	doc      *fileDoc
+	patch    apijson.SchedulePatch
+	fields   []string
+	changes  []apijson.FieldChange
 }
 
 func runScheduleApply(ctx context.Context, e env, args []string) error {
@@ -357,7 +391,7 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 	c.source = scheduling.SourceApply // what drift is measured from
 	file := c.fs.String("f", "", "the file of schedules, or - for standard input (required)")
 	dryRun := c.fs.Bool("dry-run", false, "print the plan and change nothing")
-	prune := c.fs.Bool("prune", false, "also delete schedules labelled "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+" that the file no longer lists")
+	prune := c.fs.Bool("prune", false, "also delete schedules labelled "+apijson.ManagedByLabel+"="+apijson.ManagedByApply+" that the file no longer lists, and calendars apply last changed that no schedule lists any more")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}
@@ -380,6 +414,12 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 	for i, st := range p.steps {
 		var err error
 		switch st.kind {
+		case "create calendar":
+			_, err = a.CreateCalendar(ctx, *st.calendar)
+		case "update calendar":
+			_, err = a.UpdateCalendar(ctx, st.id, *st.calendar)
+		case "delete calendar":
+			err = a.DeleteCalendar(ctx, st.id)
 		case "create":
 			_, err = a.CreateSchedule(ctx, st.doc.req)
 		case "update":
@@ -393,7 +433,14 @@ func runScheduleApply(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("%s %s: %w (%d of %d steps were applied, listed above; run apply again to finish)", st.kind, st.id, explain(err), i, len(p.steps))
 		}
 	}
-	if len(p.steps) > 0 {
+	if n := p.counts["create calendar"] + p.counts["update calendar"] + p.counts["delete calendar"]; n > 0 {
+		fmt.Fprintf(e.stdout, "Applied calendars: %d created, %d updated", p.counts["create calendar"], p.counts["update calendar"])
+		if n := p.counts["delete calendar"]; n > 0 {
+			fmt.Fprintf(e.stdout, ", %d deleted", n)
+		}
+		fmt.Fprintln(e.stdout, ".")
+	}
+	if p.counts["create"]+p.counts["update"]+p.counts["delete"] > 0 {
 		fmt.Fprintf(e.stdout, "Applied: %d created, %d updated, %d deleted.\n", p.counts["create"], p.counts["update"], p.counts["delete"])
 	}
 	return nil
@@ -405,6 +452,12 @@ type applyPlan struct {
 	unchanged int
 	strays    []string // managed by apply, not in the file (deleted with --prune)
 	counts    map[string]int
+	// The file's calendars: how many, and how many match already.
+	calendars, calendarsUnchanged int
+	// Calendars managed by apply the file no longer lists: deleted with
+	// --prune (steps), kept without it (strayCalendars), kept while a
+	// schedule will still list them (keptCalendars).
+	strayCalendars, keptCalendars []string
 }
 
 // openPlan reads the file named by -f, opens the backend and plans apply;
@@ -425,7 +478,7 @@ func openPlan(ctx context.Context, c *dbCommand, file string, prune bool) (backe
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	docs, err := parseFile(name, data)
+	docs, cals, err := parseApplyFile(name, data)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -433,7 +486,7 @@ func openPlan(ctx context.Context, c *dbCommand, file string, prune bool) (backe
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := planApply(ctx, a, name, docs, prune)
+	p, err := planApply(ctx, a, c.cfg.namespaceOrDefault(), name, docs, cals, prune)
 	if err != nil {
 		a.Close()
 		return nil, nil, err
@@ -442,8 +495,8 @@ func openPlan(ctx context.Context, c *dbCommand, file string, prune bool) (backe
 }
 
 // planApply plans everything, validated by the service, before anything
-// is written.
-func planApply(ctx context.Context, a backend, name string, docs []fileDoc, prune bool) (*applyPlan, error) {
+// is written: the file's calendars first, as they are written first.
+func planApply(ctx context.Context, a backend, ns, name string, docs []fileDoc, cals []fileCalendar, prune bool) (*applyPlan, error) {
 	existing := map[string]apijson.Schedule{}
 	for s, err := range a.ListSchedules(ctx, client.ListSchedulesOptions{
 		Statuses: []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}, Limit: listPageSize}) {
@@ -454,7 +507,9 @@ func planApply(ctx context.Context, a backend, name string, docs []fileDoc, prun
 	}
 
 	errs := &fileErrors{name: name}
-	p := &applyPlan{counts: map[string]int{}}
+	cp := planCalendars(ctx, a, ns, errs, cals)
+	p := &applyPlan{counts: map[string]int{}, steps: cp.steps, calendars: len(cals), calendarsUnchanged: cp.unchanged}
+	now := time.Now()
 	inFile := map[string]bool{}
 	for i := range docs {
 		d := &docs[i]
@@ -466,6 +521,8 @@ func planApply(ctx context.Context, a backend, name string, docs []fileDoc, prun
 		case found && cur.Status == models.StatusDeleted:
 			errs.add(keyLine(d.node, "schedule_id"), "schedule %q was deleted; deleted schedules keep their ID (and history), so choose another schedule_id", d.req.ScheduleID)
 			continue
+		case listsAny(d.req, cp.pending):
+			err = planWithFileCalendars(ctx, a, p, d, found, &cur, cp, now)
 		case found:
 			patch := fullPatch(d.req)
 			var plan *apijson.UpdatePlan
@@ -500,6 +557,16 @@ func planApply(ctx context.Context, a backend, name string, docs []fileDoc, prun
 			p.steps = append(p.steps, step{kind: "delete", id: id})
 		}
 	}
+	calsInFile, byID := map[string]bool{}, map[string]*fileDoc{}
+	for _, fc := range cals {
+		calsInFile[fc.doc.Name] = true
+	}
+	for i := range docs {
+		byID[docs[i].req.ScheduleID] = &docs[i]
+	}
+	if err := strayCalendars(ctx, a, p, calsInFile, byID, prune); err != nil {
+		return nil, err
+	}
 	for _, st := range p.steps {
 		p.counts[st.kind]++
 	}
@@ -510,17 +577,38 @@ func planApply(ctx context.Context, a backend, name string, docs []fileDoc, prun
 func (p *applyPlan) print(w io.Writer, prune bool) {
 	for _, st := range p.steps {
 		switch st.kind {
+		case "create calendar", "update calendar":
+			mark := map[bool]string{true: "+ ", false: "~ "}[st.kind == "create calendar"]
+			fmt.Fprintln(w, mark+st.kind+" "+st.id)
+			for _, line := range st.lines {
+				fmt.Fprintln(w, "    "+line)
+			}
 		case "create":
 			printChanges(w, "+ create "+st.id, st.changes)
 		case "update":
 			printChanges(w, "~ update "+st.id, st.changes)
 		case "delete":
 			fmt.Fprintf(w, "- delete %s (managed by apply, not in the file)\n", st.id)
+		case "delete calendar":
+			fmt.Fprintf(w, "- delete calendar %s (managed by apply, not in the file)\n", st.id)
 		}
+	}
+	if p.calendars > 0 || p.counts["delete calendar"] > 0 {
+		fmt.Fprintf(w, "Calendars: %d to create, %d to update, %d unchanged", p.counts["create calendar"], p.counts["update calendar"], p.calendarsUnchanged)
+		if n := p.counts["delete calendar"]; n > 0 {
+			fmt.Fprintf(w, ", %d to delete", n)
+		}
+		fmt.Fprintln(w, ".")
 	}
 	fmt.Fprintf(w, "Plan: %d to create, %d to update, %d to delete, %d unchanged.\n", p.counts["create"], p.counts["update"], p.counts["delete"], p.unchanged)
 	if len(p.strays) > 0 && !prune {
 		fmt.Fprintf(w, "Not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(p.strays, ", "))
+	}
+	if len(p.strayCalendars) > 0 {
+		fmt.Fprintf(w, "Calendars not in the file but managed by apply (kept; --prune deletes them): %s\n", strings.Join(p.strayCalendars, ", "))
+	}
+	if len(p.keptCalendars) > 0 {
+		fmt.Fprintf(w, "Calendars not in the file but managed by apply, kept while schedules list them: %s\n", strings.Join(p.keptCalendars, "; "))
 	}
 }
 
@@ -588,13 +676,67 @@ func ptrMap(m map[string]string) *map[string]string {
 	return &m
 }
 
+// planWithFileCalendars plans a schedule that lists a calendar apply
+// creates or changes: the server validates it without those calendars (it
+// does not know them as the file says them yet), the spec is compiled with
+// them as they will be, and the plan shows the spec as the file says it.
+// The step writes the whole document, after the calendars.
+func planWithFileCalendars(ctx context.Context, a backend, p *applyPlan, d *fileDoc, found bool, cur *apijson.Schedule, cp *calendarPlan, now time.Time) error {
+	full := *d.req.Spec
+	stripped := d.req
+	spec, at := withoutCalendars(full, cp.pending)
+	stripped.Spec = &spec
+	var st step
+	if found {
+		patch := fullPatch(stripped)
+		plan, err := a.PlanUpdateSchedule(ctx, d.req.ScheduleID, patch)
+		if err != nil {
+			return fileIndexes(err, at)
+		}
+		after := plan.Schedule.Spec
+		after.ExcludeCalendars, after.OnExcluded = full.ExcludeCalendars, full.OnExcluded
+		changes := withSpecChanges(plan.Changes, cur.Spec, after)
+		if len(changes) == 0 {
+			if err := checkWithFileCalendars(ctx, a, full, cp, now); err != nil {
+				return err
+			}
+			p.unchanged++
+			return nil
+		}
+		fields := slices.DeleteFunc(slices.Clone(plan.ChangedFields), func(f string) bool { return f == "spec" })
+		for _, ch := range changes {
+			if slices.Contains(specParts, ch.Field) {
+				fields = append([]string{"spec"}, fields...)
+				break
+			}
+		}
+		st = step{kind: "update", id: d.req.ScheduleID, doc: d, patch: fullPatch(d.req), fields: fields, changes: changes}
+	} else {
+		planned, err := a.PlanCreateSchedule(ctx, stripped)
+		if err != nil {
+			return fileIndexes(err, at)
+		}
+		planned.Spec.ExcludeCalendars, planned.Spec.OnExcluded = full.ExcludeCalendars, full.OnExcluded
+		st = step{kind: "create", id: d.req.ScheduleID, doc: d, changes: creationChanges(planned)}
+	}
+	if err := checkWithFileCalendars(ctx, a, full, cp, now); err != nil {
+		return err
+	}
+	p.steps = append(p.steps, st)
+	return nil
+}
+
 // reportDocError files a service refusal under the lines it is about.
 func reportDocError(errs *fileErrors, d *fileDoc, err error) {
 	prefix := d.req.ScheduleID + ": "
 	var verr *scheduling.ValidationError
 	if errors.As(err, &verr) {
 		for _, k := range sortedKeys(verr.Fields) {
-			errs.add(fieldLine(d.node, k), "%s%s: %s: %s", prefix, verr.Code, k, verr.Fields[k])
+			msg := verr.Fields[k]
+			if strings.HasPrefix(k, "spec.exclude_calendars[") && strings.Contains(msg, "unknown calendar") {
+				msg += ", or add it to the file as a kind: calendar item"
+			}
+			errs.add(fieldLine(d.node, k), "%s%s: %s: %s", prefix, verr.Code, k, msg)
 		}
 		return
 	}

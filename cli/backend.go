@@ -68,6 +68,8 @@ type backend interface {
 	GetCalendar(ctx context.Context, name string) (*apijson.Calendar, error)
 	UpdateCalendar(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarChange, error)
 	DeleteCalendar(ctx context.Context, name string) error
+	CalendarImpact(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarImpact, error)
+	CalendarHistoryPage(ctx context.Context, name string, limit int, cursor string) (*apijson.ObjectHistory, error)
 
 	// workBackfills works the running backfill jobs one pass, in direct
 	// mode (schedule backfill --wait needs no server); the server does it
@@ -578,6 +580,24 @@ func (d *direct) UpdateCalendar(ctx context.Context, name string, req apijson.Ca
 		return nil, err
 	}
 	out := apijson.FromCalendarChange(ch)
+	return &out, nil
+}
+
+func (d *direct) CalendarImpact(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarImpact, error) {
+	im, err := d.a.service.CalendarImpact(ctx, d.ns, name, req.Input(name))
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromCalendarImpact(im)
+	return &out, nil
+}
+
+func (d *direct) CalendarHistoryPage(ctx context.Context, name string, limit int, cursor string) (*apijson.ObjectHistory, error) {
+	page, err := d.a.service.CalendarHistory(ctx, d.ns, name, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := apijson.FromObjectHistory(page)
 	return &out, nil
 }
 

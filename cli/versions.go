@@ -167,7 +167,7 @@ func printFireTimes(w io.Writer, before, after []apijson.Time) {
 func runScheduleDiff(ctx context.Context, e env, args []string) error {
 	c := newDBCommand("schedule diff", "tideline schedule diff -f schedules.yaml || echo 'drifted from the file'", e)
 	file := c.fs.String("f", "", "the file of schedules, or - for standard input (required)")
-	prune := c.fs.Bool("prune", false, "count schedules managed by apply that the file no longer lists, as apply --prune would delete them")
+	prune := c.fs.Bool("prune", false, "count schedules (and calendars) managed by apply that the file no longer lists, as apply --prune would delete them")
 	if _, err := c.parse(args); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -147,6 +148,19 @@ func (h *Console) calendarPage(c echo.Context, r *request, status int, name stri
 	base := calendarURL(cal.Name)
 	v := views.CalendarView{Name: cal.Name, Description: orDashText(cal.Description), Weekend: orNone(strings.Join(cal.Weekend, ", ")),
 		DateCount: strconv.Itoa(len(cal.Dates)), CanAdmin: r.canAdmin(), DeleteURL: r.url(base + "/delete"), Impact: impact}
+	today := r.now.In(r.zone(""))
+	year := today.Year()
+	if y, err := strconv.Atoi(c.QueryParam("year")); err == nil && y >= 1900 && y <= 2999 {
+		year = y
+	}
+	var proposed []string
+	if impact != nil && form != nil {
+		proposed = strings.Fields(form.Dates)
+		year = proposedYear(cal.Dates, proposed, year)
+	}
+	v.Year = calendarYear(cal.Dates, proposed, impact != nil, cal.Weekend, year, today, func(y int) string {
+		return r.url(base) + "?year=" + strconv.Itoa(y)
+	})
 	for _, id := range view.UsedBy {
 		v.UsedBy = append(v.UsedBy, views.Link{Label: id, URL: r.url(scheduleURL(id))})
 	}
@@ -166,6 +180,152 @@ func (h *Console) calendarPage(c echo.Context, r *request, status int, name stri
 		}
 	}
 	return Render(c, status, views.CalendarPage(r.layout("Calendar "+cal.Name, "calendars"), v))
+}
+
+// proposedYear is the year an impact's year view opens on: the first year
+// from def on whose dates the edit changes, else the last one before it,
+// else def.
+func proposedYear(stored, proposed []string, def int) int {
+	was, will := map[string]bool{}, map[string]bool{}
+	for _, d := range stored {
+		was[d] = true
+	}
+	for _, d := range proposed {
+		will[d] = true
+	}
+	best, past := 0, 0
+	consider := func(d string) {
+		y, err := strconv.Atoi(d[:min(4, len(d))])
+		switch {
+		case err != nil:
+		case y >= def && (best == 0 || y < best):
+			best = y
+		case y < def && y > past:
+			past = y
+		}
+	}
+	for d := range was {
+		if !will[d] {
+			consider(d)
+		}
+	}
+	for d := range will {
+		if !was[d] {
+			consider(d)
+		}
+	}
+	switch {
+	case best != 0:
+		return best
+	case past != 0:
+		return past
+	}
+	return def
+}
+
+// calendarYear lays out one year of a calendar as twelve month grids,
+// Monday first: its dates, its weekend days and today marked; with an
+// edit (compare), the dates it adds and removes instead.
+func calendarYear(stored, proposed []string, compare bool, weekend []string, year int, today time.Time, yearURL func(int) string) views.CalendarYearView {
+	in := map[string]bool{}
+	for _, d := range stored {
+		in[d] = true
+	}
+	after := map[string]bool{}
+	for _, d := range proposed {
+		after[d] = true
+	}
+	prefix := strconv.Itoa(year) + "-"
+	count := 0
+	for _, d := range stored {
+		if strings.HasPrefix(d, prefix) {
+			count++
+		}
+	}
+	y := views.CalendarYearView{Year: strconv.Itoa(year), Count: fmt.Sprintf("%d dates in %d", count, year), Compare: compare,
+		PrevURL: yearURL(year - 1), PrevLabel: strconv.Itoa(year - 1), NextURL: yearURL(year + 1), NextLabel: strconv.Itoa(year + 1),
+		DayHeads: []string{"Mo", "Tu", "We", "Th", "Fr", "Sa", "Su"}}
+	if count == 1 {
+		y.Count = fmt.Sprintf("1 date in %d", year)
+	}
+	// An edit shows only the months it changes (every month if none).
+	changed := map[time.Month]bool{}
+	var added, removed int
+	for d := range after {
+		if !in[d] && strings.HasPrefix(d, prefix) {
+			added++
+			changed[monthOf(d)] = true
+		}
+	}
+	for d := range in {
+		if compare && !after[d] && strings.HasPrefix(d, prefix) {
+			removed++
+			changed[monthOf(d)] = true
+		}
+	}
+	if compare {
+		y.Year = fmt.Sprintf("What this edit changes in %d", year)
+		y.Count = fmt.Sprintf("%d date(s) added, %d removed", added, removed)
+		if len(changed) == 0 {
+			compare = false
+			y.Compare = false
+			y.Year = strconv.Itoa(year)
+			y.Count = fmt.Sprintf("%d dates in %d", count, year)
+		}
+	}
+	todayText := today.Format(time.DateOnly)
+	for m := time.January; m <= time.December; m++ {
+		first := time.Date(year, m, 1, 0, 0, 0, 0, time.UTC)
+		mv := views.CalendarMonthView{Name: m.String()}
+		week := make([]views.CalendarDayView, 0, 7)
+		for range (int(first.Weekday()) + 6) % 7 {
+			week = append(week, views.CalendarDayView{})
+		}
+		for d := first; d.Month() == m; d = d.AddDate(0, 0, 1) {
+			date := d.Format(time.DateOnly)
+			day := views.CalendarDayView{Day: strconv.Itoa(d.Day()), Title: date}
+			var classes []string
+			if slices.Contains(weekend, weekdayNames[(int(d.Weekday())+6)%7]) {
+				classes = append(classes, "we")
+			}
+			switch {
+			case compare && in[date] && !after[date]:
+				classes = append(classes, "removed")
+				day.Title += " — removed by this edit"
+			case compare && !in[date] && after[date]:
+				classes = append(classes, "added")
+				day.Title += " — added by this edit"
+			case in[date]:
+				classes = append(classes, "listed")
+				day.Title += " — in the calendar"
+			}
+			if date == todayText {
+				classes = append(classes, "today")
+				day.Title += " (today)"
+			}
+			day.Class = strings.Join(classes, " ")
+			week = append(week, day)
+			if len(week) == 7 {
+				mv.Weeks = append(mv.Weeks, week)
+				week = make([]views.CalendarDayView, 0, 7)
+			}
+		}
+		if len(week) > 0 {
+			for len(week) < 7 {
+				week = append(week, views.CalendarDayView{})
+			}
+			mv.Weeks = append(mv.Weeks, week)
+		}
+		if !compare || changed[m] {
+			y.Months = append(y.Months, mv)
+		}
+	}
+	return y
+}
+
+func monthOf(date string) time.Month {
+	m, _ := strconv.Atoi(date[5:7])
+	return time.Month(m)
 }
 
 // calendarEventSummary says in words what a change did.
@@ -230,15 +390,17 @@ func (h *Console) UpdateCalendar(c echo.Context) error {
 		case err != nil:
 			return err
 		}
-		loc := r.zone("")
 		v := &views.CalendarImpactView{Window: "the next 366 days"}
 		for _, s := range im.Schedules {
+			// Each schedule's fires in its own zone (or as the time
+			// setting says), as its page shows them.
+			loc := r.zone(s.Timezone)
 			sv := views.ScheduleImpactView{Schedule: views.Link{Label: s.ScheduleID, URL: r.url(scheduleURL(s.ScheduleID))}, Truncated: s.Truncated}
 			for _, t := range s.Added {
-				sv.Added = append(sv.Added, t.In(loc).Format("2006-01-02 15:04"))
+				sv.Added = append(sv.Added, absMoment(t, loc))
 			}
 			for _, t := range s.Removed {
-				sv.Removed = append(sv.Removed, t.In(loc).Format("2006-01-02 15:04"))
+				sv.Removed = append(sv.Removed, absMoment(t, loc))
 			}
 			v.Schedules = append(v.Schedules, sv)
 		}

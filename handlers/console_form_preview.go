@@ -39,6 +39,19 @@ func (r *request) preview(f *scheduleForm) (views.SpecPreviewView, bool) {
 		v.FireTimes = append(v.FireTimes, moment(t, loc, r.now))
 	}
 	const wall = "Mon 2006-01-02 15:04"
+	// A fire a calendar moved says so beside its time.
+	movedFrom := map[int64]string{}
+	for _, e := range p.Excluded {
+		if !e.MovedTo.IsZero() {
+			movedFrom[e.MovedTo.Unix()] = "moved from " + e.At.In(loc).Format("Mon 01-02")
+		}
+	}
+	if len(movedFrom) > 0 {
+		v.FireNotes = make([]string, len(p.FireTimes))
+		for i, t := range p.FireTimes {
+			v.FireNotes[i] = movedFrom[t.Unix()]
+		}
+	}
 	for _, e := range p.Excluded {
 		if e.MovedTo.IsZero() {
 			v.CalendarNotes = append(v.CalendarNotes, fmt.Sprintf("%s does not fire: a date of %s", e.At.In(loc).Format(wall), e.Calendar))

@@ -108,20 +108,12 @@ func (s *Service) CreateCalendar(ctx context.Context, namespace string, in Calen
 		return nil, err
 	}
 	now := s.now()
-	c := &models.Calendar{Namespace: namespace, Name: in.Name, Dates: in.Dates, Weekend: in.Weekend, Version: 1, CreatedAt: now, UpdatedAt: now}
-	if in.Description != nil {
-		c.Description = *in.Description
-	}
-	if c.Dates == nil {
-		c.Dates = []string{}
-	}
-	if c.Weekend == nil {
-		c.Weekend = DefaultWeekend
-	}
-	if _, err := checkCalendar(c); err != nil {
+	c, _, err := DefineCalendar(namespace, in)
+	if err != nil {
 		return nil, err
 	}
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	c.CreatedAt, c.UpdatedAt = now, now
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		_, more, err := models.ListCalendars(ctx, tx, namespace, "", MaxCalendarsPerNamespace-1)
 		if err != nil {
 			return err
@@ -144,6 +136,28 @@ func (s *Service) CreateCalendar(ctx context.Context, namespace string, in Calen
 		return nil, err
 	}
 	return c, nil
+}
+
+// DefineCalendar is a new calendar as CreateCalendar stores it (defaults
+// filled, validated, dates and weekend normalized) and compiled, writing
+// nothing: `schedule apply` checks and compares a file's calendars with it
+// before it writes anything.
+func DefineCalendar(namespace string, in CalendarInput) (*models.Calendar, *timespec.Calendar, error) {
+	c := &models.Calendar{Namespace: namespace, Name: in.Name, Dates: in.Dates, Weekend: in.Weekend, Version: 1}
+	if in.Description != nil {
+		c.Description = *in.Description
+	}
+	if c.Dates == nil {
+		c.Dates = []string{}
+	}
+	if c.Weekend == nil {
+		c.Weekend = DefaultWeekend
+	}
+	compiled, err := checkCalendar(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, compiled, nil
 }
 
 // calendarState is what a CalendarCreated records (the dates by count: a
@@ -638,6 +652,7 @@ type CalendarImpact struct {
 // ScheduleImpact is one schedule's fires the change adds and removes.
 type ScheduleImpact struct {
 	ScheduleID     string
+	Timezone       string // the schedule's spec timezone, to show its fires in
 	Added, Removed []time.Time
 	Truncated      bool // more than MaxImpactChanges either way
 }
@@ -693,7 +708,7 @@ func (s *Service) CalendarImpact(ctx context.Context, namespace, name string, in
 		}
 		before, err1 := was.Between(out.From, out.To, MaxBackfillJobOccurrences)
 		later, err2 := will.Between(out.From, out.To, MaxBackfillJobOccurrences)
-		im := ScheduleImpact{ScheduleID: sch.ScheduleID, Added: []time.Time{}, Removed: []time.Time{}, Truncated: err1 != nil || err2 != nil}
+		im := ScheduleImpact{ScheduleID: sch.ScheduleID, Timezone: sch.Spec.Timezone, Added: []time.Time{}, Removed: []time.Time{}, Truncated: err1 != nil || err2 != nil}
 		old := map[int64]bool{}
 		for _, t := range before {
 			old[t.Unix()] = true
