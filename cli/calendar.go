@@ -189,7 +189,7 @@ func printCalendarChange(e env, ch *apijson.CalendarChange) {
 		fmt.Fprintln(e.stdout, "No schedule's next fire changed.")
 		return
 	}
-	fmt.Fprintf(e.stdout, "Re-planned %d schedule(s):\n", len(ch.Replanned))
+	fmt.Fprintf(e.stdout, "Re-planned %s:\n", plural(len(ch.Replanned), "schedule"))
 	for _, r := range ch.Replanned {
 		fmt.Fprintf(e.stdout, "  %s: %s -> %s\n", r.ScheduleID, timeOrNever(r.From), timeOrNever(r.To))
 	}

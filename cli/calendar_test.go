@@ -37,7 +37,7 @@ func TestCalendarCommands(t *testing.T) {
 		require.NoError(t, err)
 		out = d.run(t, "calendar", "update", "hol", "--date", next.UTC().Format(time.DateOnly))
 		require.Contains(t, out, "Updated calendar hol: 1 dates, weekend sun,sat (version 2).")
-		require.Contains(t, out, "Re-planned 1 schedule(s):\n  s1: ")
+		require.Contains(t, out, "Re-planned 1 schedule:\n  s1: ")
 
 		out = d.run(t, "calendar", "describe", "hol")
 		require.Contains(t, out, "Used by:     s1")

@@ -265,7 +265,7 @@ func calendarYear(stored, proposed []string, compare bool, weekend []string, yea
 	}
 	if compare {
 		y.Year = fmt.Sprintf("What this edit changes in %d", year)
-		y.Count = fmt.Sprintf("%d date(s) added, %d removed", added, removed)
+		y.Count = countWord(added, "date added", "dates added") + fmt.Sprintf(", %d removed", removed)
 		if len(changed) == 0 {
 			compare = false
 			y.Compare = false
@@ -348,12 +348,12 @@ func calendarEventSummary(e models.ObjectAuditEvent) string {
 	}
 	parts := []string{"changed " + strings.Join(p.Changed, ", ")}
 	if len(p.Added) > 0 {
-		parts = append(parts, fmt.Sprintf("%d dates added", len(p.Added)))
+		parts = append(parts, countWord(len(p.Added), "date added", "dates added"))
 	}
 	if len(p.Removed) > 0 {
 		parts = append(parts, fmt.Sprintf("%d removed", len(p.Removed)))
 	}
-	parts = append(parts, fmt.Sprintf("%d schedule(s) re-planned", len(p.Replanned)))
+	parts = append(parts, countWord(len(p.Replanned), "schedule re-planned", "schedules re-planned"))
 	return strings.Join(parts, "; ")
 }
 
@@ -415,7 +415,7 @@ func (h *Console) UpdateCalendar(c echo.Context) error {
 		return err
 	}
 	return r.redirect(r.url(calendarURL(name)), views.Flash{Kind: "ok",
-		Message: fmt.Sprintf("Calendar saved; %d schedule(s) re-planned.", len(ch.Replanned))})
+		Message: "Calendar saved; " + countWord(len(ch.Replanned), "schedule re-planned.", "schedules re-planned.")})
 }
 
 // DeleteCalendar answers POST /waterline/calendars/{name}/delete; a

@@ -366,7 +366,7 @@ func (s *Service) DeleteCalendar(ctx context.Context, namespace, name string, cc
 			return err
 		}
 		if len(users) > 0 {
-			return &ConflictError{Code: CodeCalendarInUse, Message: fmt.Sprintf("calendar %q is used by %d schedule(s): %s; remove it from their spec.exclude_calendars first", name, len(users), strings.Join(users, ", ")), Schedules: users}
+			return &ConflictError{Code: CodeCalendarInUse, Message: fmt.Sprintf("calendar %q is used by %s: %s; remove it from their spec.exclude_calendars first", name, schedulesWord(len(users)), strings.Join(users, ", ")), Schedules: users}
 		}
 		if err := models.DeleteCalendar(ctx, tx, namespace, name); err != nil {
 			return err
@@ -738,4 +738,12 @@ func (s *Service) CalendarImpact(ctx context.Context, namespace, name string, in
 		}
 	}
 	return out, nil
+}
+
+// schedulesWord is "1 schedule" or "N schedules".
+func schedulesWord(n int) string {
+	if n == 1 {
+		return "1 schedule"
+	}
+	return fmt.Sprintf("%d schedules", n)
 }

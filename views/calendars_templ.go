@@ -62,7 +62,7 @@ type CalendarView struct {
 // CalendarYearView is one year of a calendar, month by month.
 type CalendarYearView struct {
 	Year               string // "2026", or "What this edit changes in 2026"
-	Count              string // "9 dates in 2026"; "1 date(s) added, 1 removed"
+	Count              string // "9 dates in 2026"; "1 date added, 1 removed"
 	Compare            bool   // an edit's added and removed dates are marked
 	PrevURL, PrevLabel string
 	NextURL, NextLabel string
@@ -653,15 +653,15 @@ func CalendarPage(l LayoutView, v CalendarView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var29 string
-					templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(len(v.Impact.Schedules))
+					templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(v.Impact.Schedules), "schedule changes", "schedules change"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/calendars.templ`, Line: 213, Col: 33}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/calendars.templ`, Line: 213, Col: 81}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var29))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, " schedule(s) change. Nothing was saved yet: press Save to apply.</p><div class=\"table-wrap\"><table class=\"impact-table\"><thead><tr><th>Schedule</th><th>Fires added</th><th>Fires removed</th></tr></thead> <tbody>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, ". Nothing was saved yet: press Save to apply.</p><div class=\"table-wrap\"><table class=\"impact-table\"><thead><tr><th>Schedule</th><th>Fires added</th><th>Fires removed</th></tr></thead> <tbody>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
