@@ -84,7 +84,8 @@ func missedFate(f string) bool { return f == scheduling.FateMissed || f == sched
 // ledgerView builds the schedule page's ledger for the last 7 or 30 days:
 // a heatmap of days (down the side, newest first) by hours (across) in the
 // zone of the viewer's time setting, from the hour the schedule was created
-// — nothing before it is read or drawn.
+// — nothing before it is read or drawn, unless a backfill ran occurrences
+// from before it: then from the first of those.
 func (r *request) ledgerView(s *models.Schedule, window string) (*views.LedgerView, error) {
 	days := 7
 	if window == "30d" {
@@ -92,9 +93,19 @@ func (r *request) ledgerView(s *models.Schedule, window string) (*views.LedgerVi
 	}
 	to := r.now
 	from := to.Add(-time.Duration(days) * 24 * time.Hour)
-	created := s.CreatedAt.After(from)
+	// The grid starts at the creation, or earlier where a backfill ran
+	// occurrences from before it.
+	created, backfilledBefore := s.CreatedAt.After(from), false
 	if created {
+		first, err := r.h.Schedules.EarliestBackfilled(r.c.Request().Context(), r.ns, s.ScheduleID, from, s.CreatedAt)
+		if err != nil {
+			return nil, err
+		}
 		from = s.CreatedAt
+		if first != nil {
+			from = *first
+		}
+		backfilledBefore = first != nil
 	}
 	if !from.Before(to) {
 		from = to.Add(-time.Second)
@@ -108,7 +119,7 @@ func (r *request) ledgerView(s *models.Schedule, window string) (*views.LedgerVi
 	v := &views.LedgerView{Window: strconv.Itoa(days) + " days", Truncated: truncated, Zone: loc.String(),
 		WindowURLs: []views.Link{{Label: "7 days", URL: r.url(self, "ledger", "7d") + "#ledger-h"}, {Label: "30 days", URL: r.url(self, "ledger", "30d") + "#ledger-h"}}}
 	if created {
-		v.Since = absMoment(s.CreatedAt, loc)
+		v.Since, v.BackfilledBefore = absMoment(s.CreatedAt, loc), backfilledBefore
 	}
 	if r.timePref == "local" {
 		v.Zone = "UTC (the server does not know your browser's zone)"
@@ -188,6 +199,8 @@ func (r *request) ledgerView(s *models.Schedule, window string) (*views.LedgerVi
 						}
 					}
 					cell.Label = name + ": " + strings.Join(parts, ", ")
+				case !at.Add(time.Hour).After(s.CreatedAt):
+					cell.Fate, cell.Label = scheduling.FateBeforeCreated, name+": before the schedule was created"
 				case truncated && !lastRead.IsZero() && at.After(lastRead):
 					cell.Fate, cell.Label = "unread", name+": not read (the window holds more occurrences than a page reads)"
 				default:

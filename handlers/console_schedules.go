@@ -268,7 +268,7 @@ func (h *Console) Registry(c echo.Context) error {
 	filter := scheduling.ListFilter{Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Health: health, Sort: cmp.Or(sort, "health")}
 	if c.QueryParam("drift") == "" {
 		total, exact := registryTotal(counts, status, health, q, label)
-		if !exact && (page.HasMore || cursor != "") && !isHX(c) {
+		if !exact && (page.HasMore || cursor != "") {
 			// A text or label filter has no chip: count it, bounded.
 			ids, more, err := h.Schedules.MatchingIDs(c.Request().Context(), filter, scheduling.MaxBulkMatching)
 			if err != nil {

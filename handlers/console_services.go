@@ -24,6 +24,7 @@ type ScheduleReader interface {
 	MatchingIDs(ctx context.Context, f scheduling.ListFilter, limit int) ([]string, bool, error)
 	History(ctx context.Context, namespace, scheduleID string, q scheduling.HistoryQuery) (*scheduling.HistoryPage, error)
 	Ledger(ctx context.Context, namespace, scheduleID string, q scheduling.LedgerQuery) (*scheduling.LedgerPage, error)
+	EarliestBackfilled(ctx context.Context, namespace, scheduleID string, from, to time.Time) (*time.Time, error)
 }
 
 // ScheduleWriter serves the create and edit forms and the schedule actions.

@@ -184,3 +184,29 @@ func TestConsoleLedgerHeatmapByOutcome(t *testing.T) {
 		require.Equal(t, "Thu 16 Jul 12:00 UTC: 1 failed, 1 completed", attrOf(t, cells.Eq(0), "title"))
 	})
 }
+
+// A backfill of occurrences from before the schedule existed shows: the
+// grid starts at the first backfilled one (and says why), the hours between
+// without a run read "before created", and the legend counts no
+// before_created.
+func TestConsoleLedgerShowsBackfillsFromBeforeCreation(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		const v2 = "/waterline/api/v2"
+		c.api.must(201, "POST", v2+"/schedules", `{"schedule_id":"late","cron":"0 * * * *","overlap_policy":"allow_all","action":{"workflow_type":"w"}}`)
+		// Created 2026-07-16 12:00 UTC; backfill 09:00 and 10:00 of that day.
+		c.api.must(202, "POST", v2+"/schedules/late/backfill", `{"from":"2026-07-16T09:00:00Z","to":"2026-07-16T10:30:00Z"}`)
+		doc := c.page200("/waterline/schedules/late")
+		cells := doc.Find(tid("ledger-cell"))
+		require.Equal(t, "2026-07-16T09:00:00Z", attrOf(t, cells.Eq(0), "data-at"), "the grid starts at the first backfilled occurrence")
+		require.Equal(t, "pending", attrOf(t, cells.Eq(0), "data-fate"))
+		require.Equal(t, "pending", attrOf(t, cells.Eq(1), "data-fate"))
+		require.Equal(t, "before_created", attrOf(t, cells.Eq(2), "data-fate"), "11:00: no run, before the creation")
+		require.Equal(t, 4, cells.Length(), "09:00 to 12:00")
+		require.Contains(t, textOf(doc.Find(tid("ledger-since"))), "a backfill ran occurrences from before then")
+		require.Zero(t, doc.Find(tid("ledger-count-before_created")).Length())
+		require.Equal(t, "pending: 2", textOf(doc.Find(tid("ledger-count-pending"))))
+	})
+}
