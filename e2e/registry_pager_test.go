@@ -67,5 +67,16 @@ func TestRegistryPagerPreviousTotalAndSelectAll(t *testing.T) {
 				t.Fatalf("a schedule outside the filter is %s", other.Status)
 			}
 		}
+
+		// On a phone it comes with the bulk bar, once a row is selected.
+		page := newPage(t, pageOptions{BaseURL: srv.BaseURL})
+		holdAutoRefresh(t, page)
+		must(t, "phone", page.SetViewportSize(390, 844))
+		openRegistry(t, page, "?q=batch&sort=schedule_id&limit=2")
+		offer := page.GetByTestId("bulk-all-open")
+		must(t, "hidden before a selection", expect.Locator(offer).ToBeHidden())
+		must(t, "select a row", scheduleRow(page, "batch-1").GetByTestId("bulk-select").Check())
+		must(t, "shown with the bulk bar", expect.Locator(offer).ToBeVisible())
+		must(t, "the total on a phone", expect.Locator(page.GetByTestId("pager-range")).ToHaveText("1–2 of 5"))
 	})
 }
