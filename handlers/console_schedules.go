@@ -381,8 +381,8 @@ func (r *request) registryPager(v *views.RegistryView, page *scheduling.Schedule
 			}
 		}
 	}
-	if len(page.Schedules) == 0 {
-		return
+	if len(page.Schedules) == 0 || (cursor != "" && r.c.QueryParam("page") == "") {
+		return // a cursor from elsewhere: where the page stands is not known
 	}
 	if limit <= 0 {
 		limit = scheduling.DefaultListLimit

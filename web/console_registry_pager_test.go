@@ -48,6 +48,13 @@ func TestConsoleRegistryPagerPreviousAndTotal(t *testing.T) {
 			require.Equal(t, "3–4 of 5", textOf(c.page200(back).Find(tid("pager-range"))))
 		}
 
+		// A cursor without its page number (a link from elsewhere) pages
+		// on, without claiming where it stands.
+		next, _ := url.Parse(attrOf(t, c.page200("/waterline/schedules?limit=2&sort=schedule_id").Find(tid("next-page")), "href"))
+		bare := c.page200("/waterline/schedules?limit=2&sort=schedule_id&cursor=" + url.QueryEscape(next.Query().Get("cursor")))
+		require.Equal(t, []string{"s3", "s4"}, rowIDs(bare))
+		require.Zero(t, bare.Find(tid("pager-range")).Length())
+
 		// A chip resets the stack: its URL starts at the first page.
 		second := c.page200(attrOf(t, c.page200("/waterline/schedules?limit=2").Find(tid("next-page")), "href"))
 		chip := attrOf(t, second.Find(`[data-chip="active"]`), "href")
