@@ -174,6 +174,7 @@ func (r *request) ledgerView(s *models.Schedule, window string) (*views.LedgerVi
 		}
 	}
 
+	keys := map[string]bool{}
 	fl, tl := from.In(loc), to.In(loc)
 	firstDay := time.Date(fl.Year(), fl.Month(), fl.Day(), 12, 0, 0, 0, loc)
 	for day := time.Date(tl.Year(), tl.Month(), tl.Day(), 12, 0, 0, 0, loc); !day.Before(firstDay); day = day.AddDate(0, 0, -1) {
@@ -208,8 +209,16 @@ func (r *request) ledgerView(s *models.Schedule, window string) (*views.LedgerVi
 				}
 			}
 			row.Cells = append(row.Cells, cell)
+			if cell.Fate == "none" || cell.Fate == "unread" || cell.Fate == scheduling.FateBeforeCreated {
+				keys[cell.Fate] = true
+			}
 		}
 		v.Days = append(v.Days, row)
+	}
+	for _, k := range []string{"none", scheduling.FateBeforeCreated, "unread"} {
+		if keys[k] {
+			v.Keys = append(v.Keys, k)
+		}
 	}
 
 	for i := len(occ) - 1; i >= 0; i-- {

@@ -208,5 +208,7 @@ func TestConsoleLedgerShowsBackfillsFromBeforeCreation(t *testing.T) {
 		require.Contains(t, textOf(doc.Find(tid("ledger-since"))), "a backfill ran occurrences from before then")
 		require.Zero(t, doc.Find(tid("ledger-count-before_created")).Length())
 		require.Equal(t, "pending: 2", textOf(doc.Find(tid("ledger-count-pending"))))
+		require.Equal(t, "before created", textOf(doc.Find(tid("ledger-key-before_created"))), "named in the legend, not counted")
+		require.Equal(t, "no occurrence", textOf(doc.Find(tid("ledger-key-none"))))
 	})
 }
