@@ -59,19 +59,35 @@ func checkA11y(t *testing.T, page playwright.Page, what string) {
 	}
 }
 
+// checkA11yWithin is checkA11y for the part of the page that selector
+// (a CSS selector) matches: what a test of one component answers for.
+func checkA11yWithin(t *testing.T, page playwright.Page, selector, what string) {
+	t.Helper()
+	if serious := seriousViolationsIn(t, page, selector, what); len(serious) > 0 {
+		t.Errorf("%s (%s, %s): %d serious or critical accessibility violations:\n  %s", what, page.URL(), selector, len(serious), strings.Join(serious, "\n  "))
+	}
+}
+
 // seriousViolations returns axe's serious and critical violations, one
 // line each with up to three offending nodes, and logs the milder ones.
 func seriousViolations(t *testing.T, page playwright.Page, what string) []string {
+	t.Helper()
+	return seriousViolationsIn(t, page, "", what)
+}
+
+// seriousViolationsIn is seriousViolations within selector ("" for the
+// whole document).
+func seriousViolationsIn(t *testing.T, page playwright.Page, selector, what string) []string {
 	t.Helper()
 	if loaded, err := page.Evaluate(`() => typeof window.axe === "object"`); err != nil || loaded != true {
 		if _, err := page.Evaluate(loadAxe(t)); err != nil {
 			t.Fatalf("%s: load axe-core: %v", what, err)
 		}
 	}
-	raw, err := page.Evaluate(`async () => {
-		const r = await axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"] }, resultTypes: ["violations"] });
+	raw, err := page.Evaluate(`async (selector) => {
+		const r = await axe.run(selector ? document.querySelector(selector) : document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"] }, resultTypes: ["violations"] });
 		return JSON.stringify(r.violations);
-	}`)
+	}`, selector)
 	if err != nil {
 		t.Fatalf("%s: axe.run: %v", what, err)
 	}

@@ -49,3 +49,25 @@ func TestSecondsText(t *testing.T) {
 		}
 	}
 }
+
+// Retry attempts come seconds apart: their times keep the seconds unless
+// they fall on a whole minute a whole number of minutes after the moment
+// before.
+func TestAttemptMomentKeepsSecondsWhenTheyMatter(t *testing.T) {
+	t.Parallel()
+	at := func(h, m, s int) time.Time { return time.Date(2026, 7, 16, h, m, s, 0, time.UTC) }
+	for _, tc := range []struct {
+		t, prev time.Time
+		want    string
+	}{
+		{at(12, 0, 10), at(12, 0, 0), "2026-07-16 12:00:10 UTC"}, // 10 s later
+		{at(12, 1, 0), at(12, 0, 30), "2026-07-16 12:01:00 UTC"}, // 30 s later, on the minute
+		{at(12, 5, 0), at(12, 0, 0), "2026-07-16 12:05 UTC"},     // five whole minutes
+		{at(12, 5, 0), time.Time{}, "2026-07-16 12:05 UTC"},      // the first attempt, on the minute
+		{at(12, 5, 7), time.Time{}, "2026-07-16 12:05:07 UTC"},
+	} {
+		if got := attemptMoment(tc.t, tc.prev, time.UTC, tc.t).Text; got != tc.want {
+			t.Errorf("attemptMoment(%s after %s) = %q, want %q", tc.t, tc.prev, got, tc.want)
+		}
+	}
+}

@@ -44,6 +44,33 @@ func (r *request) runRow(run *models.Run, zoneName string) views.RunRowView {
 	return row
 }
 
+// runsTime reads a runs-list time filter: the datetime-local form
+// ("2026-07-16T12:00", with or without seconds), in UTC, or RFC 3339.
+func runsTime(raw, field string) (*time.Time, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, scheduling.NewValidationError(field, "must be a date and time, e.g. 2026-07-16T12:00 (UTC)")
+}
+
+// attemptMoment is an attempt's time (or the next one's) with its seconds
+// when they matter: retries come seconds apart, so a delay under a minute
+// from the moment before (prev; zero for none), or one not of whole
+// minutes, would read as the same minute twice.
+func attemptMoment(t, prev time.Time, loc *time.Location, now time.Time) views.Moment {
+	m := moment(t, loc, now)
+	gap := t.Sub(prev).Truncate(time.Second)
+	if m.Text != "" && (t.Second() != 0 || (!prev.IsZero() && (gap < time.Minute || gap%time.Minute != 0))) {
+		m.Text = t.In(loc).Format(secondLayout)
+	}
+	return m
+}
+
 func runDuration(run *models.Run) string {
 	if run.StartedAt == nil || run.FinishedAt == nil {
 		return ""
@@ -58,19 +85,29 @@ func (h *Console) Runs(c echo.Context) error {
 		return err
 	}
 	status, scheduleID, cursor, limitRaw := c.QueryParam("status"), strings.TrimSpace(c.QueryParam("schedule_id")), c.QueryParam("cursor"), c.QueryParam("limit")
+	wfType, fromRaw, toRaw := strings.TrimSpace(c.QueryParam("workflow_type")), strings.TrimSpace(c.QueryParam("created_from")), strings.TrimSpace(c.QueryParam("created_to"))
 	v := views.RunsView{
-		Filters:  views.RunFilters{Action: runsPath, Status: status, ScheduleID: scheduleID},
-		Filtered: status != "" || scheduleID != "", ClearFiltersURL: r.url(runsPath),
+		Filters:  views.RunFilters{Action: runsPath, Status: status, ScheduleID: scheduleID, WorkflowType: wfType, CreatedFrom: fromRaw, CreatedTo: toRaw},
+		Filtered: status != "" || scheduleID != "" || wfType != "" || fromRaw != "" || toRaw != "", ClearFiltersURL: r.url(runsPath),
+	}
+	// list is this page's URL with the filters and another cursor.
+	list := func(cursor string) string {
+		return r.url(runsPath, "status", status, "schedule_id", scheduleID, "workflow_type", wfType, "created_from", fromRaw,
+			"created_to", toRaw, "cursor", cursor, "limit", limitRaw)
 	}
 	var statuses []string
 	if status != "" {
 		statuses = []string{status}
 	}
 	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
+	from, fromErr := runsTime(fromRaw, "created_from")
+	to, toErr := runsTime(toRaw, "created_to")
+	err = errors.Join(err, fromErr, toErr)
 	var page *scheduling.RunPage
 	if err == nil {
 		page, err = h.RunStore.ListRuns(c.Request().Context(), scheduling.RunListFilter{
-			Namespace: r.ns, ScheduleID: scheduleID, Statuses: statuses, Cursor: cursor, Limit: int(limit)})
+			Namespace: r.ns, ScheduleID: scheduleID, Statuses: statuses, Cursor: cursor, Limit: int(limit),
+			WorkflowType: wfType, CreatedFrom: from, CreatedTo: to})
 	}
 	l := r.layout("Runs", "runs")
 	if err != nil {
@@ -98,12 +135,22 @@ func (h *Console) Runs(c echo.Context) error {
 		}
 	}
 	if page.HasMore {
-		v.Pager.NextURL = r.url(runsPath, "status", status, "schedule_id", scheduleID, "cursor", page.NextCursor, "limit", limitRaw)
+		v.Pager.NextURL = list(page.NextCursor)
 	}
 	if cursor != "" {
-		v.Pager.FirstURL = r.url(runsPath, "status", status, "schedule_id", scheduleID, "limit", limitRaw)
+		v.Pager.FirstURL = list("")
 	}
-	if (status == models.RunFailed || status == models.RunTimedOut) && r.canOperate() {
+	if page.Scanned > 0 {
+		v.ScanNote = fmt.Sprintf("Showing matches for workflow type %q among the latest %s runs", wfType, groupDigits(int64(page.Scanned)))
+		if cursor != "" {
+			v.ScanNote += " before the previous page"
+		}
+		v.ScanNote += " (the type has no index, so a page looks at a bounded number of runs); Next page looks at the ones before them. A time range narrows the search."
+	}
+	// "Retry all matching" takes the status and schedule filters only; it
+	// is not offered where the list is narrowed further, so it never
+	// retries more than the page says match.
+	if (status == models.RunFailed || status == models.RunTimedOut) && r.canOperate() && wfType == "" && from == nil && to == nil {
 		v.RetryMatchingURL, v.CSRFToken = r.url(runsPath+"/retry"), l.CSRFToken
 	}
 	return ok(c, views.RunsPage(l, v))
@@ -166,8 +213,13 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 	for _, e := range d.Events {
 		v.Events = append(v.Events, r.runEvent(e, loc))
 	}
+	var prev time.Time
 	for _, a := range d.Attempts {
-		av := views.AttemptView{Number: a.Number, WorkerID: a.WorkerID, Started: moment(a.StartedAt, loc, r.now), Outcome: a.Outcome}
+		av := views.AttemptView{Number: a.Number, WorkerID: a.WorkerID, Started: attemptMoment(a.StartedAt, prev, loc, r.now), Outcome: a.Outcome}
+		prev = a.StartedAt
+		if a.EndedAt != nil {
+			prev = *a.EndedAt
+		}
 		if a.EndedAt != nil {
 			av.Duration = durationText(a.EndedAt.Sub(a.StartedAt))
 		}
@@ -180,7 +232,7 @@ func (r *request) runDetail(d *scheduling.RunDescription) views.RunDetailView {
 		v.Attempts = append(v.Attempts, av)
 	}
 	if run.Status == models.RunPending && run.AvailableAt != nil {
-		v.NextAttempt = moment(*run.AvailableAt, loc, r.now)
+		v.NextAttempt = attemptMoment(*run.AvailableAt, prev, loc, r.now)
 	}
 	v.RetryPolicy = retryPolicyText(run.RetryPolicy)
 	if active {
@@ -209,7 +261,7 @@ func (r *request) runEvent(e models.RunEvent, loc *time.Location) views.RunEvent
 	case scheduling.RunEventAttemptFailed:
 		ev.Summary = fmt.Sprintf("attempt %v failed: %s", p["attempt"], strings.TrimPrefix(str("error_type")+": "+str("message"), ": "))
 		if next, err := time.Parse(time.RFC3339Nano, str("next_attempt_at")); err == nil {
-			ev.Summary += "; next attempt at " + moment(next, loc, r.now).Text
+			ev.Summary += "; next attempt at " + attemptMoment(next, e.RecordedAt, loc, r.now).Text
 		} else {
 			ev.Summary += "; no attempt follows"
 		}

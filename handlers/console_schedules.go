@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,15 +165,23 @@ func (h *Console) Registry(c echo.Context) error {
 	}
 	status, q, label, cursor, limitRaw := c.QueryParam("status"), c.QueryParam("q"), c.QueryParam("label"), c.QueryParam("cursor"), c.QueryParam("limit")
 	health, sort := c.QueryParam("health"), c.QueryParam("sort")
+	back, pageNo := pagerStack(c)
 	// list builds a registry URL from the current query with some values
 	// replaced; a new filter or order starts again at the first page.
 	list := func(over ...string) string {
-		kv := map[string]string{"status": status, "q": q, "label": label, "health": health, "sort": sort, "limit": limitRaw, "cursor": cursor}
+		kv := map[string]string{"status": status, "q": q, "label": label, "health": health, "sort": sort, "limit": limitRaw, "cursor": cursor,
+			"back": strings.Join(back, "."), "page": strconv.Itoa(pageNo)}
 		for i := 0; i+1 < len(over); i += 2 {
 			kv[over[i]] = over[i+1]
+			if over[i] == "cursor" && over[i+1] == "" {
+				kv["back"], kv["page"] = "", "" // the first page
+			}
+		}
+		if kv["cursor"] == "" || kv["page"] == "1" {
+			kv["page"] = ""
 		}
 		return r.url(registryPath, "status", kv["status"], "q", kv["q"], "label", kv["label"], "health", kv["health"],
-			"sort", kv["sort"], "cursor", kv["cursor"], "limit", kv["limit"])
+			"sort", kv["sort"], "cursor", kv["cursor"], "back", kv["back"], "page", kv["page"], "limit", kv["limit"])
 	}
 	self := list()
 	v := views.RegistryView{
@@ -256,11 +265,25 @@ func (h *Console) Registry(c echo.Context) error {
 			v.Chips[i].Current = v.Chips[i].Current && !v.DriftCurrent
 		}
 	}
-	if page.HasMore {
-		v.Pager.NextURL = list("cursor", page.NextCursor)
-	}
-	if cursor != "" {
-		v.Pager.FirstURL = list("cursor", "")
+	filter := scheduling.ListFilter{Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Health: health, Sort: cmp.Or(sort, "health")}
+	if c.QueryParam("drift") == "" {
+		total, exact := registryTotal(counts, status, health, q, label)
+		if !exact && (page.HasMore || cursor != "") {
+			// A text or label filter has no chip: count it, bounded.
+			ids, more, err := h.Schedules.MatchingIDs(c.Request().Context(), filter, scheduling.MaxBulkMatching)
+			if err != nil {
+				return err
+			}
+			total, exact = int64(len(ids)), !more
+		} else if !exact && cursor == "" && !page.HasMore {
+			total, exact = int64(len(page.Schedules)), true
+		}
+		r.registryPager(&v, page, list, back, pageNo, int(limit), total, exact)
+		if v.CanBulk && total > 0 && len(v.Rows) > 0 && !isHX(c) {
+			v.BulkAll = &views.BulkAll{URL: r.url(registryPath + "/bulk"), Count: int(min(total, scheduling.MaxBulkMatching)),
+				Total: total, Exact: exact, Limit: scheduling.MaxBulkMatching,
+				Filters: v.Filters}
+		}
 	}
 	if isHX(c) {
 		return ok(c, views.RegistryResults(csrfToken(c), v))
@@ -285,6 +308,108 @@ func registryChips(n models.ScheduleCounts, status, health string, list func(...
 		chip("paused", "Paused", n.Paused, "paused", ""),
 		chip("active", "Active", n.Active, "active", ""),
 	}
+}
+
+// Registry paging. The list is keyset-paged (an opaque cursor names the
+// last row of a page), which has no way back by itself; so the URL keeps a
+// stack of the cursors that led to the page: back is the previous pages'
+// cursors, oldest first, joined by "." (a character no cursor holds), with
+// "~" for the first page, and page is the page's number. Next pushes the
+// current cursor, Previous pops one. The stack keeps the latest
+// maxPagerBack pages (about 1.5 KB of URL); further back, First page. A
+// page's rows are then page·limit+1… (every page before it is full), and
+// the total is a chip's count, so "51–100 of 1,234" costs no query.
+const maxPagerBack = 40
+
+// pagerStack reads back and page (1 when absent or unreadable).
+func pagerStack(c echo.Context) ([]string, int) {
+	var back []string
+	if raw := c.QueryParam("back"); raw != "" {
+		back = strings.Split(raw, ".")
+	}
+	n, err := strconv.Atoi(c.QueryParam("page"))
+	if err != nil || n < 1 || c.QueryParam("cursor") == "" {
+		n = 1
+	}
+	return back, n
+}
+
+// registryTotal is how many schedules the filter selects, when a chip
+// counts exactly that set (exact); a text, label or deleted filter has no
+// chip.
+func registryTotal(n models.ScheduleCounts, status, health, q, label string) (int64, bool) {
+	if q != "" || label != "" || (status != "" && health != "") {
+		return 0, false
+	}
+	switch {
+	case status == "" && health == "":
+		return n.All, true
+	case status == models.StatusActive:
+		return n.Active, true
+	case status == models.StatusPaused:
+		return n.Paused, true
+	case health == "failing":
+		return n.Failing, true
+	case health == "stuck":
+		return n.Stuck, true
+	case health == "overdue":
+		return n.Overdue, true
+	case health == "skipping":
+		return n.Skipping, true
+	}
+	return 0, false
+}
+
+// registryPager fills in First, Previous, Next and "51–100 of 1,234".
+func (r *request) registryPager(v *views.RegistryView, page *scheduling.SchedulePage, list func(...string) string, back []string, pageNo, limit int, total int64, exact bool) {
+	cursor := r.c.QueryParam("cursor")
+	if page.HasMore {
+		next := append(slices.Clone(back), cmp.Or(cursor, "~"))
+		if len(next) > maxPagerBack {
+			next = next[len(next)-maxPagerBack:]
+		}
+		v.Pager.NextURL = list("cursor", page.NextCursor, "back", strings.Join(next, "."), "page", strconv.Itoa(pageNo+1))
+	}
+	if cursor != "" {
+		v.Pager.FirstURL = list("cursor", "")
+		if len(back) > 0 {
+			prev := back[len(back)-1]
+			if prev == "~" {
+				v.Pager.PrevURL = list("cursor", "")
+			} else {
+				v.Pager.PrevURL = list("cursor", prev, "back", strings.Join(back[:len(back)-1], "."), "page", strconv.Itoa(pageNo-1))
+			}
+		}
+	}
+	if len(page.Schedules) == 0 || (cursor != "" && r.c.QueryParam("page") == "") {
+		return // a cursor from elsewhere: where the page stands is not known
+	}
+	if limit <= 0 {
+		limit = scheduling.DefaultListLimit
+	}
+	from := (pageNo-1)*limit + 1
+	v.Pager.Range = groupDigits(int64(from))
+	if len(page.Schedules) > 1 {
+		v.Pager.Range += "–" + groupDigits(int64(from+len(page.Schedules)-1))
+	}
+	switch {
+	case exact:
+		v.Pager.Range += " of " + groupDigits(total)
+	case total > 0:
+		v.Pager.Range += " of more than " + groupDigits(total)
+	}
+}
+
+// groupDigits writes 1234567 as "1,234,567".
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	if n < 0 {
+		return "-" + groupDigits(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // Bulk answers POST /waterline/schedules/bulk (ids…, action, reason).
@@ -315,6 +440,33 @@ func (h *Console) Bulk(c echo.Context) error {
 		verb = "Resumed"
 	default:
 		return r.redirect(back, views.Flash{Kind: "error", Message: "Choose Pause selected or Resume selected."})
+	}
+	// "Select all N matching": the filter's schedules, at most the N the
+	// operator confirmed (and MaxBulkMatching); ones that came to match
+	// since are left alone and said so.
+	var moreMatch bool
+	if form.Get("all") == "1" {
+		expect, err := strconv.Atoi(form.Get("expect"))
+		if err != nil || expect < 1 {
+			return r.redirect(back, views.Flash{Kind: "error", Message: "Confirm how many schedules to change."})
+		}
+		var statuses []string
+		switch st := form.Get("status"); st {
+		case "":
+		case "all":
+			statuses = []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}
+		default:
+			statuses = []string{st}
+		}
+		ids, moreMatch, err = h.Schedules.MatchingIDs(c.Request().Context(), scheduling.ListFilter{Namespace: r.ns, Statuses: statuses,
+			Text: form.Get("q"), Label: form.Get("label"), Health: form.Get("health"), Sort: cmp.Or(form.Get("sort"), "health")}, expect)
+		var val *scheduling.ValidationError
+		if errors.As(err, &val) {
+			return r.redirect(back, views.Flash{Kind: "error", Message: "Cannot list schedules: " + validationText(val)})
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if len(ids) == 0 {
 		return r.redirect(back, views.Flash{Kind: "error", Message: "Select at least one schedule first."})
@@ -360,6 +512,9 @@ func (h *Console) Bulk(c echo.Context) error {
 			parts = append(parts[:maxReasons], fmt.Sprintf("%d other reasons", len(parts)-maxReasons))
 		}
 		f.Message += fmt.Sprintf(" Not changed: %s.", strings.Join(parts, "; "))
+	}
+	if moreMatch {
+		f.Message += " More schedules match than were confirmed; they were not changed (select all matching again for them)."
 	}
 	return r.redirect(back, f)
 }

@@ -21,8 +21,10 @@ type ScheduleReader interface {
 	Describe(ctx context.Context, namespace, scheduleID string) (*scheduling.Description, error)
 	List(ctx context.Context, f scheduling.ListFilter) (*scheduling.SchedulePage, error)
 	Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error)
+	MatchingIDs(ctx context.Context, f scheduling.ListFilter, limit int) ([]string, bool, error)
 	History(ctx context.Context, namespace, scheduleID string, q scheduling.HistoryQuery) (*scheduling.HistoryPage, error)
 	Ledger(ctx context.Context, namespace, scheduleID string, q scheduling.LedgerQuery) (*scheduling.LedgerPage, error)
+	EarliestBackfilled(ctx context.Context, namespace, scheduleID string, from, to time.Time) (*time.Time, error)
 }
 
 // ScheduleWriter serves the create and edit forms and the schedule actions.

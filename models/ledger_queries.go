@@ -94,3 +94,17 @@ func InstanceRuns(ctx context.Context, db bun.IDB, namespace string, r IDRange) 
 	}
 	return out, nil
 }
+
+// FirstInstanceRun returns the lowest instance ID among namespace's runs in
+// r ("" for none): one step into the (namespace, instance_id) unique index.
+func FirstInstanceRun(ctx context.Context, db bun.IDB, namespace string, r IDRange) (string, error) {
+	var ids []string
+	q := db.NewSelect().TableExpr("workflow_runs AS r").Column("r.instance_id").Where("r.namespace = ?", namespace)
+	if err := r.where(q, "r.instance_id").OrderExpr("r.instance_id").Limit(1).Scan(ctx, &ids); err != nil {
+		return "", fmt.Errorf("read the first instance run: %w", err)
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	return ids[0], nil
+}

@@ -82,14 +82,22 @@ type RunFilter struct {
 	WorkflowScheduleID string
 	Statuses           []string
 	BeforeID           string // keyset cursor: run ID of the last row of the previous page
-	Limit              int
+	// FromID keeps runs at or after it: a ULID's first ten characters are
+	// its creation time, so a time range is a range of the primary key.
+	FromID string
+	// WorkflowType keeps one workflow type; there is no index for it (an
+	// index on workflow_runs slows every fire), so it is matched among the
+	// runs of a bounded scan (RunScanFloor).
+	WorkflowType string
+	// ScanFloorID, with WorkflowType: the lowest ID the scan reaches.
+	ScanFloorID string
+	Limit       int
 }
 
-// ListRuns returns one page of runs, newest first (run IDs are ULIDs, so ID
-// order is creation order), plus whether more follow.
-func ListRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, bool, error) {
-	var out []Run
-	q := db.NewSelect().Model(&out).Where("r.namespace = ?", f.Namespace)
+// runRange applies the filter's ID range and equalities, the part an
+// index or the primary key serves.
+func (f RunFilter) runRange(q *bun.SelectQuery) *bun.SelectQuery {
+	q = q.Where("r.namespace = ?", f.Namespace)
 	if f.WorkflowScheduleID != "" {
 		q = q.Where("r.workflow_schedule_id = ?", f.WorkflowScheduleID)
 	}
@@ -98,6 +106,39 @@ func ListRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, bool, error)
 	}
 	if f.BeforeID != "" {
 		q = q.Where("r.id < ?", f.BeforeID)
+	}
+	if f.FromID != "" {
+		q = q.Where("r.id >= ?", f.FromID)
+	}
+	return q
+}
+
+// RunScanFloor returns the ID of the scan-th run of the filter's range,
+// newest first (its workflow type aside), when more runs follow it, else
+// "": how far a workflow-type page may look. One index or key range of at
+// most scan+1 entries.
+func RunScanFloor(ctx context.Context, db bun.IDB, f RunFilter, scan int) (string, error) {
+	var ids []string
+	q := f.runRange(db.NewSelect().TableExpr("workflow_runs AS r").Column("r.id"))
+	if err := q.OrderExpr("r.id DESC").Limit(2).Offset(int64(scan-1)).Scan(ctx, &ids); err != nil {
+		return "", fmt.Errorf("find the run scan floor: %w", err)
+	}
+	if len(ids) < 2 {
+		return "", nil
+	}
+	return ids[0], nil
+}
+
+// ListRuns returns one page of runs, newest first (run IDs are ULIDs, so ID
+// order is creation order), plus whether more follow.
+func ListRuns(ctx context.Context, db bun.IDB, f RunFilter) ([]Run, bool, error) {
+	var out []Run
+	q := f.runRange(db.NewSelect().Model(&out))
+	if f.WorkflowType != "" {
+		q = q.Where("r.workflow_type = ?", f.WorkflowType)
+		if f.ScanFloorID != "" {
+			q = q.Where("r.id >= ?", f.ScanFloorID)
+		}
 	}
 	if err := q.OrderExpr("r.id DESC").Limit(int64(f.Limit + 1)).Scan(ctx); err != nil {
 		return nil, false, fmt.Errorf("list runs: %w", err)

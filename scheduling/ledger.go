@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidelinehq/tideline/models"
@@ -438,4 +439,30 @@ func idRange(ids []string) models.IDRange {
 		return models.IDRange{IDs: ids}
 	}
 	return models.IDRange{From: first, To: last}
+}
+
+// EarliestBackfilled returns the earliest occurrence in [from, to) that a
+// backfill started a run for, or nil: the console's heatmap, which starts
+// at the schedule's creation, starts there instead when a backfill reached
+// further back. One step into the runs' (namespace, instance_id) index
+// (backfill instance IDs embed the occurrence's Unix second; idRange).
+func (s *Service) EarliestBackfilled(ctx context.Context, namespace, scheduleID string, from, to time.Time) (*time.Time, error) {
+	last := to.Add(-time.Second)
+	if last.Before(from) {
+		return nil, nil
+	}
+	r := idRange([]string{backfillInstanceID(scheduleID, from), backfillInstanceID(scheduleID, last)})
+	if len(r.IDs) > 0 {
+		return nil, nil // the Unix seconds change width (before 2001 or after 2286)
+	}
+	id, err := models.FirstInstanceRun(ctx, s.db, namespace, r)
+	if err != nil || id == "" {
+		return nil, err
+	}
+	sec, err := strconv.ParseInt(id[strings.LastIndexByte(id, ':')+1:], 10, 64)
+	if err != nil {
+		return nil, nil
+	}
+	t := time.Unix(sec, 0).UTC()
+	return &t, nil
 }

@@ -216,3 +216,35 @@ func ParseLabelFilter(raw string) (key, value string, ok bool) {
 	key, value = raw[:i], raw[i+1:]
 	return key, value, labelKeyPattern.MatchString(key)
 }
+
+// MaxBulkMatching bounds the console's "select all N matching": one bulk
+// pause or resume changes at most this many schedules (each in a
+// transaction of its own, as "Pause selected" does), as "retry all
+// matching" retries at most MaxRetryMatching runs, so one request stays a
+// few seconds long; an operator repeats it for the rest.
+const MaxBulkMatching = 500
+
+// MatchingIDs lists the IDs of the schedules f selects, in f's order from
+// the first page (f.Cursor and f.Limit are ignored), at most limit of them
+// (≤ MaxBulkMatching); more says further schedules match.
+func (s *Service) MatchingIDs(ctx context.Context, f ListFilter, limit int) (ids []string, more bool, err error) {
+	limit = min(max(limit, 0), MaxBulkMatching)
+	f.Cursor = ""
+	for {
+		f.Limit = min(MaxListLimit, limit-len(ids)+1)
+		page, err := s.List(ctx, f)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, sch := range page.Schedules {
+			if len(ids) == limit {
+				return ids, true, nil
+			}
+			ids = append(ids, sch.ScheduleID)
+		}
+		if !page.HasMore {
+			return ids, false, nil
+		}
+		f.Cursor = page.NextCursor
+	}
+}

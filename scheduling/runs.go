@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/models"
@@ -248,7 +249,21 @@ type RunListFilter struct {
 	Statuses   []string
 	Cursor     string // the last run ID of the previous page
 	Limit      int
+	// CreatedFrom and CreatedTo keep runs created in [from, to): run IDs
+	// are ULIDs, which begin with their creation time, so the range is a
+	// range of IDs on the same keyset (no index of its own).
+	CreatedFrom, CreatedTo *time.Time
+	// WorkflowType keeps one workflow type, matched among at most
+	// MaxRunTypeScan runs of the range per page (RunPage.Scanned).
+	WorkflowType string
 }
+
+// MaxRunTypeScan bounds the runs a workflow-type filter examines per page:
+// workflow_runs has no index on the type (each would slow every fire,
+// which inserts a run), so a page looks through the latest MaxRunTypeScan
+// runs of its range — one key range — and the next page through the ones
+// before them.
+const MaxRunTypeScan = 5000
 
 // RunPage is one page of runs.
 type RunPage struct {
@@ -258,6 +273,17 @@ type RunPage struct {
 	Zones      map[string]string
 	NextCursor string
 	HasMore    bool
+	// Scanned is set when a workflow-type page stopped at MaxRunTypeScan
+	// runs examined: its runs are the matches among those, and the next
+	// page looks at the ones before.
+	Scanned int
+}
+
+// ulidFloor is the lowest ULID of an instant's millisecond.
+func ulidFloor(t time.Time) string {
+	var id ulid.ULID
+	_ = id.SetTime(ulid.Timestamp(t))
+	return id.String()
 }
 
 var runStatuses = []string{models.RunPending, models.RunRunning, models.RunCompleted, models.RunFailed, models.RunCancelled, models.RunTerminated, models.RunTimedOut}
@@ -283,13 +309,40 @@ func (s *Service) ListRuns(ctx context.Context, f RunListFilter) (*RunPage, erro
 	if err := v.OrNil(); err != nil {
 		return nil, err
 	}
-	filter := models.RunFilter{Namespace: f.Namespace, Statuses: f.Statuses, BeforeID: f.Cursor, Limit: limit}
+	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
+		v.Add("created_to", "must be after created_from")
+	}
+	for _, t := range []*time.Time{f.CreatedFrom, f.CreatedTo} {
+		if t != nil && (t.Before(time.Unix(0, 0)) || t.Year() > 9999) {
+			v.Add("created_from", "must be a time after 1970")
+		}
+	}
+	if err := v.OrNil(); err != nil {
+		return nil, err
+	}
+	filter := models.RunFilter{Namespace: f.Namespace, Statuses: f.Statuses, BeforeID: f.Cursor, Limit: limit, WorkflowType: f.WorkflowType}
+	if f.CreatedFrom != nil {
+		filter.FromID = ulidFloor(*f.CreatedFrom)
+	}
+	if f.CreatedTo != nil {
+		if to := ulidFloor(*f.CreatedTo); filter.BeforeID == "" || to < filter.BeforeID {
+			filter.BeforeID = to
+		}
+	}
 	if f.ScheduleID != "" {
 		sch, err := s.Get(ctx, f.Namespace, f.ScheduleID)
 		if err != nil {
 			return nil, err
 		}
 		filter.WorkflowScheduleID = sch.ID
+	}
+	var floor string
+	if filter.WorkflowType != "" {
+		var err error
+		if floor, err = models.RunScanFloor(ctx, s.db, filter, MaxRunTypeScan); err != nil {
+			return nil, err
+		}
+		filter.ScanFloorID = floor
 	}
 	runs, more, err := models.ListRuns(ctx, s.db, filter)
 	if err != nil {
@@ -306,8 +359,13 @@ func (s *Service) ListRuns(ctx context.Context, f RunListFilter) (*RunPage, erro
 		return nil, err
 	}
 	page := &RunPage{Runs: runs, HasMore: more, Zones: zones}
-	if more {
+	switch {
+	case more:
 		page.NextCursor = runs[len(runs)-1].ID
+	case floor != "":
+		// The scan's end, not the range's: the runs before the floor
+		// are yet to be looked at.
+		page.Scanned, page.HasMore, page.NextCursor = MaxRunTypeScan, true, floor
 	}
 	return page, nil
 }

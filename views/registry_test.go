@@ -318,3 +318,21 @@ func TestRegistryRowMessage(t *testing.T) {
 	quiet, _ := renderIn(t, "<table><tbody>", "</tbody></table>", ScheduleRow("tok", ScheduleRowView{ScheduleID: "s1", Status: "active"}))
 	require.Zero(t, quiet.Find(testid("row-message")).Length())
 }
+
+// "Select all N matching" says how many it takes when more match than one
+// request changes.
+func TestBulkAllSaysHowMany(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		b    BulkAll
+		want string
+	}{
+		{BulkAll{Count: 3, Total: 3, Exact: true, Limit: 500}, "Select all 3 matching…"},
+		{BulkAll{Count: 500, Total: 1234, Exact: true, Limit: 500}, "Select the first 500 of 1234 matching…"},
+		{BulkAll{Count: 500, Total: 500, Exact: false, Limit: 500}, "Select the first 500 matching (more match)…"},
+	} {
+		doc := render(t, bulkAllForm("tok", tc.b))
+		require.Equal(t, tc.want, text(doc.Find(testid("bulk-all-open"))))
+		require.Contains(t, text(doc.Find(testid("bulk-all-count"))), map[bool]string{true: "all", false: "the first"}[tc.b.Exact && tc.b.Total <= int64(tc.b.Count)])
+	}
+}
