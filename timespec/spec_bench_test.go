@@ -18,7 +18,11 @@ func benchmarkNext(b *testing.B, spec models.Spec, cals ...*Calendar) {
 	for b.Loop() {
 		next, ok := c.Next(at)
 		if !ok {
-			b.Fatal("spec stopped firing")
+			if at.Equal(start) {
+				b.Fatal("the spec never fires")
+			}
+			at = start // a bounded spec ended: start over
+			continue
 		}
 		at = next
 		if at.Year() > 2030 {
