@@ -53,7 +53,8 @@ func (r *request) actions(s *models.Schedule, returnTo string) views.ScheduleAct
 // health describes how a schedule's runs went, the strip oldest first.
 func (r *request) health(s *models.Schedule, loc *time.Location) views.HealthView {
 	h := s.Health
-	v := views.HealthView{Consecutive: h.ConsecutiveFailures, Failures: h.FailuresCount, LastError: deref(h.LastRunError)}
+	v := views.HealthView{Consecutive: h.ConsecutiveFailures, Failures: h.FailuresCount, LastError: deref(h.LastRunError),
+		RunsURL: r.url(runsPath, "schedule_id", s.ScheduleID)}
 	if h.LastRunID != nil {
 		v.LastStatus, v.LastAt, v.LastURL = deref(h.LastRunStatus), momentPtr(h.LastRunFinishedAt, loc, r.now), r.url(runURL(*h.LastRunID))
 	}

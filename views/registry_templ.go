@@ -1658,7 +1658,7 @@ func ScheduleRow(csrf string, r ScheduleRowView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(r.Health.Recent) > 0 {
-			templ_7745c5c3_Err = RunStrip(r.Health.Recent).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = RunStrip(r.Health.Recent, r.Health.RunsURL).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -39,11 +39,14 @@ func TestConsoleShowsHealthAndAttempts(t *testing.T) {
 		}
 
 		row := rowOf(c.page200("/waterline/schedules"), "flaky")
-		dots := row.Find(tid("run-strip") + " a")
+		strip := row.Find(tid("run-strip"))
+		dots := strip.Find("[data-status]")
 		require.Equal(t, 2, dots.Length())
 		require.Equal(t, "completed", attrOf(t, dots.Eq(0), "data-status"), "oldest first")
 		require.Equal(t, "failed", attrOf(t, dots.Eq(1), "data-status"))
-		require.Equal(t, "/waterline/runs/"+runIDs[1], attrOf(t, dots.Eq(1), "href"))
+		require.Equal(t, "/waterline/runs?schedule_id=flaky", attrOf(t, strip, "href"), "the strip is one touch target, to the schedule's runs")
+		require.Equal(t, "Last 2 runs, oldest first: completed, failed. All runs of this schedule", attrOf(t, strip, "aria-label"))
+		require.Zero(t, strip.Find("a").Length(), "no link per square (axe target-size)")
 		require.Equal(t, "1 failure in a row", textOf(row.Find(tid("consecutive-failures"))))
 		require.Equal(t, "disk full", textOf(row.Find(tid("row-detail"))), "the latest error is on the row, not in a tooltip")
 		require.Equal(t, "/waterline/runs/"+runIDs[1], attrOf(t, row.Find(tid("row-detail-link")), "href"))
