@@ -378,11 +378,15 @@ type RunPage struct {
 	Runs       []Run   `json:"runs"`
 	NextCursor *string `json:"next_cursor"`
 	HasMore    bool    `json:"has_more"`
+	// Scanned is set when a workflow_type page stopped after examining
+	// this many runs (scheduling.MaxRunTypeScan): its runs are the matches
+	// among those, possibly none, and next_cursor goes on before them.
+	Scanned int `json:"scanned,omitempty"`
 }
 
 // FromRunPage renders a page of runs.
 func FromRunPage(p *scheduling.RunPage) RunPage {
-	out := RunPage{Runs: make([]Run, 0, len(p.Runs)), NextCursor: NilIfEmpty(p.NextCursor), HasMore: p.HasMore}
+	out := RunPage{Runs: make([]Run, 0, len(p.Runs)), NextCursor: NilIfEmpty(p.NextCursor), HasMore: p.HasMore, Scanned: p.Scanned}
 	for i := range p.Runs {
 		out.Runs = append(out.Runs, FromRun(&p.Runs[i]))
 	}

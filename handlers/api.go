@@ -342,7 +342,8 @@ func (h *API) ScheduleRuns(c echo.Context) error {
 	return h.listRuns(c, c.Param("schedule_id"))
 }
 
-// ListRuns answers GET /runs.
+// ListRuns answers GET /runs (?schedule_id=&status=&workflow_type=
+// &created_from=&created_to=&cursor=&limit=), the console's runs filters.
 func (h *API) ListRuns(c echo.Context) error {
 	return h.listRuns(c, c.QueryParam("schedule_id"))
 }
@@ -356,8 +357,17 @@ func (h *API) listRuns(c echo.Context, scheduleID string) error {
 	if err != nil {
 		return err
 	}
+	from, err := queryTime(c.QueryParam("created_from"), "created_from")
+	if err != nil {
+		return err
+	}
+	to, err := queryTime(c.QueryParam("created_to"), "created_to")
+	if err != nil {
+		return err
+	}
 	page, err := h.Service.ListRuns(c.Request().Context(), scheduling.RunListFilter{
 		Namespace: ns, ScheduleID: scheduleID, Statuses: queryList(c, "status"), Cursor: c.QueryParam("cursor"), Limit: int(limit),
+		WorkflowType: c.QueryParam("workflow_type"), CreatedFrom: from, CreatedTo: to,
 	})
 	if err != nil {
 		return err

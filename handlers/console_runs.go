@@ -44,20 +44,6 @@ func (r *request) runRow(run *models.Run, zoneName string) views.RunRowView {
 	return row
 }
 
-// runsTime reads a runs-list time filter: the datetime-local form
-// ("2026-07-16T12:00", with or without seconds), in UTC, or RFC 3339.
-func runsTime(raw, field string) (*time.Time, error) {
-	if raw == "" {
-		return nil, nil
-	}
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
-		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
-			return &t, nil
-		}
-	}
-	return nil, scheduling.NewValidationError(field, "must be a date and time, e.g. 2026-07-16T12:00 (UTC)")
-}
-
 // attemptMoment is an attempt's time (or the next one's) with its seconds
 // when they matter: retries come seconds apart, so a delay under a minute
 // from the moment before (prev; zero for none), or one not of whole
@@ -100,8 +86,8 @@ func (h *Console) Runs(c echo.Context) error {
 		statuses = []string{status}
 	}
 	limit, err := queryInt(c, "limit", scheduling.DefaultListLimit, scheduling.CodeValidationFailed)
-	from, fromErr := runsTime(fromRaw, "created_from")
-	to, toErr := runsTime(toRaw, "created_to")
+	from, fromErr := queryTime(fromRaw, "created_from")
+	to, toErr := queryTime(toRaw, "created_to")
 	err = errors.Join(err, fromErr, toErr)
 	var page *scheduling.RunPage
 	if err == nil {

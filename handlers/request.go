@@ -287,3 +287,18 @@ func historyQuery(c echo.Context, defaultOrder string) (scheduling.HistoryQuery,
 	q.BeforeSequence, err = queryInt(c, "before_sequence", 0, scheduling.CodeInvalidAfterSequence)
 	return q, err
 }
+
+// queryTime reads a runs-list time filter (the console's and the API's
+// created_from/created_to): RFC 3339, or the datetime-local form
+// ("2026-07-16T12:00", with or without seconds) read as UTC.
+func queryTime(raw, field string) (*time.Time, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, scheduling.NewValidationError(field, "must be a date and time, e.g. 2026-07-16T12:00 (UTC)")
+}

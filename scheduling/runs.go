@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
@@ -312,10 +313,13 @@ func (s *Service) ListRuns(ctx context.Context, f RunListFilter) (*RunPage, erro
 	if f.CreatedFrom != nil && f.CreatedTo != nil && !f.CreatedFrom.Before(*f.CreatedTo) {
 		v.Add("created_to", "must be after created_from")
 	}
-	for _, t := range []*time.Time{f.CreatedFrom, f.CreatedTo} {
+	for i, t := range []*time.Time{f.CreatedFrom, f.CreatedTo} {
 		if t != nil && (t.Before(time.Unix(0, 0)) || t.Year() > 9999) {
-			v.Add("created_from", "must be a time after 1970")
+			v.Add([]string{"created_from", "created_to"}[i], "must be a time after 1970")
 		}
+	}
+	if utf8.RuneCountInString(f.WorkflowType) > MaxNameLength {
+		v.Add("workflow_type", fmt.Sprintf("must be at most %d characters", MaxNameLength))
 	}
 	if err := v.OrNil(); err != nil {
 		return nil, err

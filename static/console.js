@@ -323,3 +323,35 @@
     if (head && ev.detail && ev.detail.elt && ev.detail.elt.id === "backfill-panel") head.scrollIntoView({ block: "nearest" });
   });
 })();
+
+// Polls answered 304 (web/conditional.go, issue 37 §7): a poller (an
+// element whose hx-trigger is "every …") sends the ETag of its URL's last
+// answer as If-None-Match, and a 304 leaves the page as it is. Any other
+// htmx request may change what is on screen, so it forgets every tag: the
+// next poll after it is answered in full.
+(function () {
+  var tags = new Map();
+  function poller(elt) {
+    return !!elt && elt.getAttribute && /^every\s/.test(elt.getAttribute("hx-trigger") || "");
+  }
+  document.addEventListener("htmx:configRequest", function (ev) {
+    var d = ev.detail;
+    if (!poller(d.elt) || d.verb !== "get") {
+      tags.clear();
+      return;
+    }
+    var tag = tags.get(d.path);
+    if (tag) d.headers["If-None-Match"] = tag;
+  });
+  document.addEventListener("htmx:beforeSwap", function (ev) {
+    var xhr = ev.detail && ev.detail.xhr;
+    if (xhr && xhr.status === 304) ev.detail.shouldSwap = false;
+  });
+  document.addEventListener("htmx:afterRequest", function (ev) {
+    var d = ev.detail;
+    if (!d || !d.xhr || !poller(d.elt) || d.xhr.status !== 200) return;
+    var tag = d.xhr.getResponseHeader("ETag");
+    var path = d.requestConfig && d.requestConfig.path;
+    if (tag && path) tags.set(path, tag);
+  });
+})();

@@ -103,5 +103,14 @@ func TestConsoleRunsTypeFilterIsBounded(t *testing.T) {
 		require.Equal(t, runs[0].ID, attrOf(t, doc.Find(tid("run-row")), "data-run-id"), "the next page looks further")
 		require.Zero(t, doc.Find(tid("next-page")).Length())
 		require.Zero(t, doc.Find(tid("runs-scan-note")).Length(), "the last runs: fewer than the bound")
+
+		// The API says the same with "scanned" and a cursor to go on from.
+		page := c.api.must(200, "GET", "/waterline/api/v2/runs?workflow_type=rare.Job", "")
+		require.Empty(t, page["runs"])
+		require.EqualValues(t, scheduling.MaxRunTypeScan, page["scanned"])
+		require.Equal(t, true, page["has_more"])
+		next := c.api.must(200, "GET", "/waterline/api/v2/runs?workflow_type=rare.Job&cursor="+page["next_cursor"].(string), "")
+		require.Len(t, next["runs"], 1)
+		require.NotContains(t, next, "scanned")
 	})
 }

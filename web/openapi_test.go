@@ -285,6 +285,16 @@ func oapiKeys(m map[string]any) []string {
 	return out
 }
 
+// withKey adds an optional key the fixture's answer leaves out, so its
+// presence in the document is still checked.
+func withKey(body map[string]any, key string) map[string]any {
+	out := map[string]any{key: nil}
+	for k, v := range body {
+		out[k] = v
+	}
+	return out
+}
+
 // TestOpenAPIResponseShapes compares documented field names with real
 // answers, so a renamed or added JSON field cannot go unnoticed.
 func TestOpenAPIResponseShapes(t *testing.T) {
@@ -320,7 +330,9 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 	detail := f.must(200, "GET", v2+"/schedules/daily-sync", "")
 	same("RecentAction", detail["recent_actions"].([]any)[0].(map[string]any))
 	runs := f.must(200, "GET", v2+"/runs", "")
-	same("RunList", runs)
+	// scanned is left out unless a workflow_type page stopped at its scan
+	// bound (asserted in TestConsoleRunsTypeFilterIsBounded).
+	same("RunList", withKey(runs, "scanned"))
 	same("Run", runs["runs"].([]any)[0].(map[string]any))
 	run := f.must(200, "GET", v2+"/runs/"+trigger["run_id"].(string), "")
 	same("RunDetail", run)

@@ -90,6 +90,7 @@ func NewServer(d Deps) *echo.Echo {
 	}))
 	e.Use(transportHeaders(d.Auth))
 	e.Use(compress())
+	e.Use(notModified)
 	if !d.Auth.Store.Enabled() {
 		e.Use(localOnly)
 	}
