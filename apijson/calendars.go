@@ -19,6 +19,9 @@ type Calendar struct {
 	UpdatedAt   string   `json:"updated_at"`
 	// UsedBy names the live schedules listing the calendar (GET only).
 	UsedBy []string `json:"used_by,omitempty"`
+	// ManagedBy is "apply" when `schedule apply` made the calendar's last
+	// change (GET only; scheduling.CalendarView.ManagedByApply).
+	ManagedBy string `json:"managed_by,omitempty"`
 }
 
 // CalendarSummary is a calendar in a list: its dates by count, as a
@@ -95,6 +98,16 @@ type ScheduleImpact struct {
 func FromCalendar(c *models.Calendar, usedBy []string) Calendar {
 	return Calendar{Namespace: c.Namespace, Name: c.Name, Description: c.Description, Dates: c.Dates, Weekend: c.Weekend,
 		Version: c.Version, CreatedAt: scheduling.FormatTime(c.CreatedAt), UpdatedAt: scheduling.FormatTime(c.UpdatedAt), UsedBy: usedBy}
+}
+
+// FromCalendarView renders a calendar as GET answers it: who uses it, and
+// whether apply manages it.
+func FromCalendarView(v *scheduling.CalendarView) Calendar {
+	out := FromCalendar(v.Calendar, v.UsedBy)
+	if v.ManagedByApply {
+		out.ManagedBy = ManagedByApply
+	}
+	return out
 }
 
 // FromCalendarPage renders a page of calendars.

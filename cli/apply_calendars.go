@@ -365,30 +365,6 @@ func exportCalendars(ctx context.Context, a backend, docs []apijson.CreateSchedu
 	return out, nil
 }
 
-// managedByApply reports whether apply made the last change of a calendar
-// (its history's last CalendarCreated or CalendarUpdated has source apply):
-// what the managed-by label says of a schedule. Any change by hand — the
-// console, calendar update, the API — takes the calendar over, so --prune
-// never deletes a calendar someone else edited since.
-func managedByApply(ctx context.Context, a backend, name string) (bool, error) {
-	last, cursor := "", ""
-	for {
-		page, err := a.CalendarHistoryPage(ctx, name, 100, cursor)
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range page.Events {
-			if ev.EventType == scheduling.EventCalendarCreated || ev.EventType == scheduling.EventCalendarUpdated {
-				last = ev.Source
-			}
-		}
-		if !page.HasMore || page.NextCursor == nil {
-			return last == scheduling.SourceApply, nil
-		}
-		cursor = *page.NextCursor
-	}
-}
-
 // strayCalendars plans the calendars managed by apply that the file no
 // longer lists: deleted with --prune once no schedule will list them (the
 // schedules the plan deletes, and those the file stops listing them in,
@@ -410,16 +386,12 @@ func strayCalendars(ctx context.Context, a backend, p *applyPlan, inFile map[str
 			if inFile[cal.Name] {
 				continue
 			}
-			managed, err := managedByApply(ctx, a, cal.Name)
-			if err != nil {
-				return err
-			}
-			if !managed {
-				continue
-			}
 			full, err := a.GetCalendar(ctx, cal.Name)
 			if err != nil {
 				return err
+			}
+			if full.ManagedBy != apijson.ManagedByApply { // scheduling.CalendarView.ManagedByApply
+				continue
 			}
 			var users []string
 			for _, id := range full.UsedBy {

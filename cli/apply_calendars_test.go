@@ -53,6 +53,7 @@ func TestApplyCalendars(t *testing.T) {
 		require.Equal(t, plan+"Applied calendars: 1 created, 0 updated.\nApplied: 1 created, 0 updated, 0 deleted.\n",
 			d.run(t, "schedule", "apply", "-f", file))
 		require.Contains(t, d.run(t, "calendar", "describe", "hol"), "Used by:     payroll")
+		require.Contains(t, d.run(t, "calendar", "describe", "hol"), "Managed by:  apply (change the schedules file, not the calendar)\n")
 		require.Contains(t, d.run(t, "schedule", "describe", "payroll"), "except days in hol (moved to the next business day)")
 
 		again := "Calendars: 0 to create, 0 to update, 1 unchanged.\nPlan: 0 to create, 0 to update, 0 to delete, 1 unchanged.\n"
@@ -104,6 +105,7 @@ func TestApplyCalendars(t *testing.T) {
 		d.run(t, "calendar", "add", "by-hand")
 		d.run(t, "schedule", "apply", "-f", writeFile(t, "taken.yaml", "- kind: calendar\n  name: taken\n"))
 		d.run(t, "calendar", "update", "taken", "--description", "ours now")
+		require.NotContains(t, d.run(t, "calendar", "describe", "taken"), "Managed by", "a change by hand takes it over")
 		d.run(t, "schedule", "apply", "-f", writeFile(t, "lone.yaml", "- kind: calendar\n  name: lone\n"))
 		lessFile := writeFile(t, "less.yaml", strings.Replace(calendarFile, "2099-12-26", "2099-12-24", 1))
 		require.Equal(t, "~ update payroll\n"+

@@ -69,7 +69,6 @@ type backend interface {
 	UpdateCalendar(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarChange, error)
 	DeleteCalendar(ctx context.Context, name string) error
 	CalendarImpact(ctx context.Context, name string, req apijson.CalendarWrite) (*apijson.CalendarImpact, error)
-	CalendarHistoryPage(ctx context.Context, name string, limit int, cursor string) (*apijson.ObjectHistory, error)
 
 	// workBackfills works the running backfill jobs one pass, in direct
 	// mode (schedule backfill --wait needs no server); the server does it
@@ -570,7 +569,7 @@ func (d *direct) GetCalendar(ctx context.Context, name string) (*apijson.Calenda
 	if err != nil {
 		return nil, err
 	}
-	out := apijson.FromCalendar(v.Calendar, v.UsedBy)
+	out := apijson.FromCalendarView(v)
 	return &out, nil
 }
 
@@ -589,15 +588,6 @@ func (d *direct) CalendarImpact(ctx context.Context, name string, req apijson.Ca
 		return nil, err
 	}
 	out := apijson.FromCalendarImpact(im)
-	return &out, nil
-}
-
-func (d *direct) CalendarHistoryPage(ctx context.Context, name string, limit int, cursor string) (*apijson.ObjectHistory, error) {
-	page, err := d.a.service.CalendarHistory(ctx, d.ns, name, cursor, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := apijson.FromObjectHistory(page)
 	return &out, nil
 }
 

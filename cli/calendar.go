@@ -281,6 +281,9 @@ func runCalendarDescribe(ctx context.Context, e env, args []string) error {
 	fmt.Fprintf(e.stdout, "Weekend:     %s\n", weekendText(cal.Weekend))
 	fmt.Fprintf(e.stdout, "Version:     %d (updated %s)\n", cal.Version, cal.UpdatedAt)
 	fmt.Fprintf(e.stdout, "Used by:     %s\n", orDash(strings.Join(cal.UsedBy, ", ")))
+	if cal.ManagedBy != "" {
+		fmt.Fprintf(e.stdout, "Managed by:  %s (change the schedules file, not the calendar)\n", cal.ManagedBy)
+	}
 	fmt.Fprintf(e.stdout, "Dates (%d):\n", len(cal.Dates))
 	for _, d := range cal.Dates {
 		fmt.Fprintf(e.stdout, "  %s\n", d)

@@ -53,7 +53,7 @@ func (h *API) GetCalendar(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apijson.FromCalendar(v.Calendar, v.UsedBy))
+	return c.JSON(http.StatusOK, apijson.FromCalendarView(v))
 }
 
 // calendarChange reads the body of PATCH and impact: the fields to change;

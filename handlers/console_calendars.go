@@ -147,7 +147,7 @@ func (h *Console) calendarPage(c echo.Context, r *request, status int, name stri
 	cal := view.Calendar
 	base := calendarURL(cal.Name)
 	v := views.CalendarView{Name: cal.Name, Description: orDashText(cal.Description), Weekend: orNone(strings.Join(cal.Weekend, ", ")),
-		DateCount: strconv.Itoa(len(cal.Dates)), CanAdmin: r.canAdmin(), DeleteURL: r.url(base + "/delete"), Impact: impact}
+		DateCount: strconv.Itoa(len(cal.Dates)), Managed: view.ManagedByApply, CanAdmin: r.canAdmin(), DeleteURL: r.url(base + "/delete"), Impact: impact}
 	today := r.now.In(r.zone(""))
 	year := today.Year()
 	if y, err := strconv.Atoi(c.QueryParam("year")); err == nil && y >= 1900 && y <= 2999 {

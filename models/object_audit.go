@@ -35,6 +35,22 @@ func InsertObjectAuditEvent(ctx context.Context, db bun.IDB, e *ObjectAuditEvent
 	return nil
 }
 
+// LastObjectChangeSource is the source of an object's latest change of one
+// of eventTypes ("" when it has none): one step back along the object index.
+func LastObjectChangeSource(ctx context.Context, db bun.IDB, namespace, kind, name string, eventTypes []string) (string, error) {
+	var source []string
+	err := db.NewSelect().Model((*ObjectAuditEvent)(nil)).Column("oa.source").
+		Where("oa.namespace = ? AND oa.object_kind = ? AND oa.object_name = ? AND oa.event_type IN (?)", namespace, kind, name, bun.In(eventTypes)).
+		OrderExpr("oa.id DESC").Limit(1).Scan(ctx, &source)
+	if err != nil {
+		return "", fmt.Errorf("last object change: %w", err)
+	}
+	if len(source) == 0 {
+		return "", nil
+	}
+	return source[0], nil
+}
+
 // ListObjectAuditEvents returns up to limit changes of one object after the
 // cursor (an event ID; "" from the start), oldest first, and whether more
 // follow. The object index makes every page cost the same.

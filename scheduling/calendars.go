@@ -69,6 +69,13 @@ type Replanned struct {
 type CalendarView struct {
 	Calendar *models.Calendar
 	UsedBy   []string
+	// ManagedByApply: `schedule apply` made the calendar's last change (its
+	// last CalendarCreated or CalendarUpdated has source apply) — what the
+	// managed-by label says of a schedule, for a calendar, which has no
+	// labels. Any change by hand (the console, calendar update, the API)
+	// takes it over, so apply --prune never deletes a calendar someone else
+	// edited since.
+	ManagedByApply bool
 }
 
 func calendarNotFound(namespace, name string) error {
@@ -410,7 +417,11 @@ func (s *Service) GetCalendar(ctx context.Context, namespace, name string) (*Cal
 	if err != nil {
 		return nil, err
 	}
-	return &CalendarView{Calendar: c, UsedBy: users}, nil
+	source, err := models.LastObjectChangeSource(ctx, s.db, namespace, ObjectKindCalendar, name, []string{EventCalendarCreated, EventCalendarUpdated})
+	if err != nil {
+		return nil, err
+	}
+	return &CalendarView{Calendar: c, UsedBy: users, ManagedByApply: source == SourceApply}, nil
 }
 
 // CalendarPage is one page of a namespace's calendars, by name.

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	ics "github.com/arran4/golang-ical"
+	"github.com/teambition/rrule-go"
 )
 
 // Bounds of an iCalendar import: a holiday file is a few KB; these keep a
@@ -15,7 +17,13 @@ import (
 const (
 	MaxICalBytes = 4 << 20 // the whole file
 	MaxICalLine  = 8 << 10 // one unfolded content line
-	maxRRuleEnd  = 2100    // a yearly rule without COUNT/UNTIL stops before this year
+	// MaxICalRecurring bounds the events with an RRULE in one file. A
+	// holiday file has a few dozen; a rule that can never match
+	// (BYMONTH=2;BYMONTHDAY=30) makes the recurrence library walk to year
+	// 9999 before it gives up — 25 ms (YEARLY) to 125 ms (DAILY) each.
+	MaxICalRecurring = 100
+	maxICalDepth     = 8    // nested components (VCALENDAR > VEVENT > VALARM is 3)
+	maxRRuleEnd      = 2100 // a rule without COUNT/UNTIL stops before this year
 )
 
 // ICalError names the line of an iCalendar file that cannot be read.
@@ -29,22 +37,58 @@ func (e *ICalError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e
 // ParseICalDates reads the all-day events of an iCalendar file (RFC 5545)
 // into dates (YYYY-MM-DD, ascending, each once): a VEVENT whose DTSTART is a
 // DATE (VALUE=DATE, or 8 digits) gives its day, and every day up to its
-// DTEND (exclusive) for a multi-day event; RRULE FREQ=YEARLY (with COUNT or
-// UNTIL, else up to 2099) repeats it. Timed events are skipped (skipped
-// counts them): a calendar excludes whole days. Errors name the line.
+// DTEND (exclusive) for a multi-day event; its RRULE (any FREQ from DAILY
+// to YEARLY, e.g. "the fourth Thursday of November"; without COUNT or UNTIL
+// up to 2099), RDATE and EXDATE add and remove starts. Timed events are
+// skipped (skipped counts them): a calendar excludes whole days. Errors name
+// the line.
 //
-// Tideline reads this subset itself for now: it was written when no
-// iCalendar module was known to be on the module proxy here, holiday files
-// use only this subset, and it bounds the input and names lines (fuzzed:
-// FuzzParseICalDates). github.com/arran4/golang-ical is on the proxy and
-// well kept; moving the parsing to it, keeping the bounds, the line numbers
-// and the yearly expansion here, is open (issue 31).
+// github.com/arran4/golang-ical reads each content line (names, quoted
+// parameters, values) and the event's dates; github.com/teambition/rrule-go
+// expands recurrences. What stays here is what neither does: the bounds
+// (size, line length, dates, recurring events) and line numbers, which
+// golang-ical's whole-file parser does not keep — so lines are unfolded
+// here and handed to it one at a time (fuzzed: FuzzParseICalDates).
 func ParseICalDates(r io.Reader) (dates []string, skipped int, err error) {
+	lines, err := readICalLines(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	p := icalParser{}
+	for _, l := range lines {
+		if err := p.line(l); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := p.finish(); err != nil {
+		return nil, 0, err
+	}
+	slices.Sort(p.days)
+	days := slices.Compact(p.days)
+	if len(days) > MaxCalendarDates {
+		last := lines[len(lines)-1].no
+		return nil, 0, &ICalError{Line: last, Message: fmt.Sprintf("the file's all-day events cover %d dates; a calendar holds at most %d", len(days), MaxCalendarDates)}
+	}
+	out := make([]string, len(days))
+	for i, d := range days {
+		out[i] = FormatDay(d)
+	}
+	return out, p.skipped, nil
+}
+
+// icalLine is one unfolded content line and the physical line it starts on.
+type icalLine struct {
+	no   int
+	text string
+}
+
+// readICalLines reads at most MaxICalBytes and unfolds continuation lines
+// (a leading space or tab), keeping where each content line starts.
+func readICalLines(r io.Reader) ([]icalLine, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, MaxICalBytes+1))
 	sc.Buffer(make([]byte, 0, 4096), MaxICalLine+2)
 	var (
-		lines    []string // unfolded
-		lineNo   []int    // first physical line of each
+		lines    []icalLine
 		physical int
 		total    int
 	)
@@ -53,223 +97,268 @@ func ParseICalDates(r io.Reader) (dates []string, skipped int, err error) {
 		text := strings.TrimRight(sc.Text(), "\r")
 		total += len(sc.Bytes()) + 1
 		if total > MaxICalBytes {
-			return nil, 0, &ICalError{Line: physical, Message: fmt.Sprintf("the file is larger than %d bytes", MaxICalBytes)}
+			return nil, &ICalError{Line: physical, Message: fmt.Sprintf("the file is larger than %d bytes", MaxICalBytes)}
 		}
 		if (strings.HasPrefix(text, " ") || strings.HasPrefix(text, "\t")) && len(lines) > 0 {
-			lines[len(lines)-1] += text[1:]
-			if len(lines[len(lines)-1]) > MaxICalLine {
-				return nil, 0, &ICalError{Line: lineNo[len(lines)-1], Message: fmt.Sprintf("a content line is longer than %d bytes", MaxICalLine)}
+			last := &lines[len(lines)-1]
+			last.text += text[1:]
+			if len(last.text) > MaxICalLine {
+				return nil, &ICalError{Line: last.no, Message: fmt.Sprintf("a content line is longer than %d bytes", MaxICalLine)}
 			}
 			continue
 		}
-		lines = append(lines, text)
-		lineNo = append(lineNo, physical)
+		if strings.TrimSpace(text) == "" {
+			continue
+		}
+		lines = append(lines, icalLine{no: physical, text: text})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, 0, &ICalError{Line: physical + 1, Message: fmt.Sprintf("cannot read: %v (a line longer than %d bytes?)", err, MaxICalLine)}
+		return nil, &ICalError{Line: physical + 1, Message: fmt.Sprintf("cannot read: %v (a line longer than %d bytes?)", err, MaxICalLine)}
 	}
+	if len(lines) == 0 {
+		return nil, &ICalError{Line: 1, Message: "not an iCalendar file (no BEGIN:VCALENDAR)"}
+	}
+	return lines, nil
+}
 
-	var days []int32
-	add := func(line int, d int32) error {
-		days = append(days, d)
-		if len(days) > 4*MaxCalendarDates {
-			return &ICalError{Line: line, Message: fmt.Sprintf("more than %d dates", MaxCalendarDates)}
+// icalParser follows the components of a file line by line and turns each
+// VEVENT directly inside the VCALENDAR into days.
+type icalParser struct {
+	open        []icalLine // BEGIN lines of the open components, outermost first
+	sawCalendar bool
+	event       *icalEvent // the VEVENT being read, if any
+	days        []int32
+	skipped     int
+	recurring   int
+}
+
+// icalEvent is a VEVENT's properties, for golang-ical's accessors, and the
+// line of the first of each name, for errors.
+type icalEvent struct {
+	line  int
+	props ics.ComponentBase
+	at    map[string]int
+}
+
+func (p *icalParser) line(l icalLine) error {
+	prop, err := ics.ParseProperty(ics.ContentLine(l.text))
+	if err != nil {
+		return &ICalError{Line: l.no, Message: fmt.Sprintf("%q cannot be read: %v", clip(l.text), err)}
+	}
+	if prop == nil {
+		return &ICalError{Line: l.no, Message: fmt.Sprintf("%q is not an iCalendar content line (NAME:value)", clip(l.text))}
+	}
+	name := strings.ToUpper(prop.IANAToken)
+	value := strings.ToUpper(strings.TrimSpace(prop.Value))
+	switch name {
+	case "BEGIN":
+		return p.begin(l, value)
+	case "END":
+		return p.end(l, value)
+	}
+	if p.event != nil && p.top() == "VEVENT" {
+		prop.IANAToken = name
+		p.event.props.Properties = append(p.event.props.Properties, ics.IANAProperty{BaseProperty: *prop})
+		if _, seen := p.event.at[name]; !seen {
+			p.event.at[name] = l.no
 		}
+	}
+	return nil
+}
+
+func (p *icalParser) top() string {
+	if len(p.open) == 0 {
+		return ""
+	}
+	return p.componentName(len(p.open) - 1)
+}
+
+func (p *icalParser) componentName(i int) string {
+	_, name, _ := strings.Cut(p.open[i].text, ":")
+	return strings.ToUpper(strings.TrimSpace(name))
+}
+
+func (p *icalParser) begin(l icalLine, component string) error {
+	switch {
+	case component == "":
+		return &ICalError{Line: l.no, Message: "BEGIN without a component name"}
+	case component == "VCALENDAR" && len(p.open) > 0:
+		return &ICalError{Line: l.no, Message: "VCALENDAR inside " + p.top()}
+	case component == "VCALENDAR":
+		p.sawCalendar = true
+	case len(p.open) == 0:
+		return &ICalError{Line: l.no, Message: component + " outside BEGIN:VCALENDAR"}
+	case component == "VEVENT" && p.top() != "VCALENDAR":
+		if p.top() == "VEVENT" {
+			return &ICalError{Line: l.no, Message: "VEVENT inside another VEVENT"}
+		}
+		return &ICalError{Line: l.no, Message: "VEVENT inside " + p.top()}
+	case component == "VEVENT":
+		p.event = &icalEvent{line: l.no, at: map[string]int{}}
+	case len(p.open) >= maxICalDepth:
+		return &ICalError{Line: l.no, Message: fmt.Sprintf("components nested more than %d deep", maxICalDepth)}
+	}
+	p.open = append(p.open, icalLine{no: l.no, text: "BEGIN:" + component})
+	return nil
+}
+
+func (p *icalParser) end(l icalLine, component string) error {
+	if component == "" {
+		return &ICalError{Line: l.no, Message: "END without a component name"}
+	}
+	if p.top() != component {
+		for i := len(p.open) - 1; i >= 0; i-- {
+			if p.componentName(i) == component {
+				// A component left open inside the one that ends.
+				top := p.open[len(p.open)-1]
+				return &ICalError{Line: top.no, Message: fmt.Sprintf("%s without END:%s", p.top(), p.top())}
+			}
+		}
+		return &ICalError{Line: l.no, Message: fmt.Sprintf("END:%s without BEGIN:%s", component, component)}
+	}
+	p.open = p.open[:len(p.open)-1]
+	if component != "VEVENT" || p.event == nil {
 		return nil
 	}
-	type event struct {
-		line            int
-		start, end      int32
-		hasStart, timed bool
-		hasEnd          bool
-		rrule           string
-		rruleLine       int
-	}
-	var ev *event
-	sawCalendar := false
-	for i, raw := range lines {
-		line := lineNo[i]
-		if strings.TrimSpace(raw) == "" {
-			continue
-		}
-		name, params, value, ok := splitContentLine(raw)
-		if !ok {
-			return nil, 0, &ICalError{Line: line, Message: fmt.Sprintf("%q is not an iCalendar content line (NAME:value)", clip(raw))}
-		}
-		switch {
-		case name == "BEGIN" && strings.EqualFold(value, "VCALENDAR"):
-			sawCalendar = true
-		case name == "BEGIN" && strings.EqualFold(value, "VEVENT"):
-			if !sawCalendar {
-				return nil, 0, &ICalError{Line: line, Message: "VEVENT outside BEGIN:VCALENDAR"}
-			}
-			if ev != nil {
-				return nil, 0, &ICalError{Line: line, Message: "VEVENT inside another VEVENT"}
-			}
-			ev = &event{line: line}
-		case name == "END" && strings.EqualFold(value, "VEVENT"):
-			if ev == nil {
-				return nil, 0, &ICalError{Line: line, Message: "END:VEVENT without BEGIN:VEVENT"}
-			}
-			e := ev
-			ev = nil
-			if e.timed {
-				skipped++
-				continue
-			}
-			if !e.hasStart {
-				return nil, 0, &ICalError{Line: e.line, Message: "VEVENT without DTSTART"}
-			}
-			end := e.start + 1
-			if e.hasEnd {
-				if e.end <= e.start {
-					return nil, 0, &ICalError{Line: e.line, Message: "DTEND is not after DTSTART"}
-				}
-				if e.end-e.start > 366 {
-					return nil, 0, &ICalError{Line: e.line, Message: "an all-day event longer than a year"}
-				}
-				end = e.end
-			}
-			starts := []int32{e.start}
-			if e.rrule != "" {
-				var err error
-				if starts, err = expandYearly(e.start, e.rrule, e.rruleLine); err != nil {
-					return nil, 0, err
-				}
-			}
-			for _, s := range starts {
-				for d := s; d < s+(end-e.start); d++ {
-					if err := add(e.line, d); err != nil {
-						return nil, 0, err
-					}
-				}
-			}
-		case ev != nil && name == "DTSTART":
-			d, timed, why := icalDate(params, value)
-			if why != "" {
-				return nil, 0, &ICalError{Line: line, Message: "DTSTART: " + why}
-			}
-			ev.start, ev.timed, ev.hasStart = d, timed, true
-		case ev != nil && name == "DTEND":
-			d, timed, why := icalDate(params, value)
-			if why != "" {
-				return nil, 0, &ICalError{Line: line, Message: "DTEND: " + why}
-			}
-			if !timed {
-				ev.end, ev.hasEnd = d, true
-			}
-		case ev != nil && name == "RRULE":
-			ev.rrule, ev.rruleLine = value, line
-		}
-	}
-	if ev != nil {
-		return nil, 0, &ICalError{Line: ev.line, Message: "VEVENT without END:VEVENT"}
-	}
-	if !sawCalendar {
-		return nil, 0, &ICalError{Line: 1, Message: "not an iCalendar file (no BEGIN:VCALENDAR)"}
-	}
-	slices.Sort(days)
-	days = slices.Compact(days)
-	if len(days) > MaxCalendarDates {
-		return nil, 0, &ICalError{Line: physical, Message: fmt.Sprintf("the file's all-day events cover %d dates; a calendar holds at most %d", len(days), MaxCalendarDates)}
-	}
-	out := make([]string, len(days))
-	for i, d := range days {
-		out[i] = FormatDay(d)
-	}
-	return out, skipped, nil
+	e := p.event
+	p.event = nil
+	return p.addEvent(e)
 }
 
-// splitContentLine splits "NAME;PARAM=x:value" (names upper-cased).
-func splitContentLine(s string) (name string, params []string, value string, ok bool) {
-	head, value, ok := strings.Cut(s, ":")
-	if !ok || head == "" {
-		return "", nil, "", false
+func (p *icalParser) finish() error {
+	if len(p.open) > 0 {
+		top := p.open[len(p.open)-1]
+		return &ICalError{Line: top.no, Message: fmt.Sprintf("%s without END:%s", p.top(), p.top())}
 	}
-	parts := strings.Split(head, ";")
-	return strings.ToUpper(parts[0]), parts[1:], value, true
+	if !p.sawCalendar {
+		return &ICalError{Line: 1, Message: "not an iCalendar file (no BEGIN:VCALENDAR)"}
+	}
+	return nil
 }
 
-// icalDate reads a DTSTART/DTEND value: a DATE gives its day; a DATE-TIME
-// is timed (its day is not used).
-func icalDate(params []string, value string) (int32, bool, string) {
-	isDate := false
-	for _, p := range params {
-		if strings.EqualFold(p, "VALUE=DATE") {
-			isDate = true
-		}
+// addEvent adds the days of one all-day event, or counts a timed one.
+func (p *icalParser) addEvent(e *icalEvent) error {
+	dtstart := e.props.GetProperty(ics.ComponentPropertyDtStart)
+	if dtstart == nil {
+		return &ICalError{Line: e.line, Message: "VEVENT without DTSTART"}
 	}
-	value = strings.TrimSpace(value)
-	if !isDate && len(value) != 8 {
-		return 0, true, ""
+	if !isICalDate(dtstart) {
+		p.skipped++
+		return nil
 	}
-	t, err := time.Parse("20060102", value)
+	start, err := e.props.GetAllDayStartAt()
 	if err != nil {
-		return 0, false, fmt.Sprintf("%q is not a date (YYYYMMDD)", clip(value))
+		return &ICalError{Line: e.at["DTSTART"], Message: fmt.Sprintf("DTSTART: %q is not a date (YYYYMMDD)", clip(dtstart.Value))}
 	}
-	return int32(floorDiv(t.Unix(), 86400)), false, ""
+	first := civilDay(start)
+	length := int32(1)
+	if dtend := e.props.GetProperty(ics.ComponentPropertyDtEnd); dtend != nil && isICalDate(dtend) {
+		end, err := (&ics.VEvent{ComponentBase: e.props}).GetAllDayEndAt()
+		if err != nil {
+			return &ICalError{Line: e.at["DTEND"], Message: fmt.Sprintf("DTEND: %q is not a date (YYYYMMDD)", clip(dtend.Value))}
+		}
+		length = civilDay(end) - first
+		if length <= 0 {
+			return &ICalError{Line: e.line, Message: "DTEND is not after DTSTART"}
+		}
+		if length > 366 {
+			return &ICalError{Line: e.line, Message: "an all-day event longer than a year"}
+		}
+	}
+	starts := []int32{first}
+	if e.props.GetProperty(ics.ComponentPropertyRrule) != nil {
+		if p.recurring++; p.recurring > MaxICalRecurring {
+			return &ICalError{Line: e.at["RRULE"], Message: fmt.Sprintf("more than %d recurring events; list the dates instead", MaxICalRecurring)}
+		}
+		if starts, err = recurrence(e, first); err != nil {
+			return err
+		}
+	}
+	for _, s := range starts {
+		for d := s; d < s+length; d++ {
+			p.days = append(p.days, d)
+			if len(p.days) > 4*MaxCalendarDates {
+				return &ICalError{Line: e.line, Message: fmt.Sprintf("more than %d dates", MaxCalendarDates)}
+			}
+		}
+	}
+	return nil
 }
 
-// expandYearly lists the starts of FREQ=YEARLY[;INTERVAL=n][;COUNT=n|;UNTIL=d]
-// from start (same month and day; a 29 February only in leap years).
-func expandYearly(start int32, rule string, line int) ([]int32, error) {
-	freq, count, interval := "", 0, 1
-	until := int32(FormatYearStart(maxRRuleEnd))
-	for _, part := range strings.Split(rule, ";") {
-		k, v, _ := strings.Cut(part, "=")
-		switch strings.ToUpper(k) {
-		case "FREQ":
-			freq = strings.ToUpper(v)
-		case "COUNT":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > MaxCalendarDates {
-				return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE COUNT %q is not 1-%d", clip(v), MaxCalendarDates)}
+// recurrence lists an all-day event's starts: its RRULE from DTSTART (up to
+// 2099 without COUNT or UNTIL), plus RDATEs, less EXDATEs (dates only).
+func recurrence(e *icalEvent, first int32) ([]int32, error) {
+	line := e.at["RRULE"]
+	rule := e.props.GetProperty(ics.ComponentPropertyRrule).Value
+	opt, err := rrule.StrToROption(rule)
+	if err != nil {
+		return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE %q cannot be read: %v", clip(rule), err)}
+	}
+	if opt.Freq > rrule.DAILY { // HOURLY, MINUTELY, SECONDLY
+		return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE %q repeats within a day; an all-day event repeats DAILY to YEARLY", clip(rule))}
+	}
+	if opt.Count > MaxCalendarDates {
+		return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE COUNT %d is more than %d", opt.Count, MaxCalendarDates)}
+	}
+	end := time.Date(maxRRuleEnd, 1, 1, 0, 0, 0, 0, time.UTC).Add(-time.Second)
+	if opt.Until.IsZero() || opt.Until.After(end) {
+		opt.Until = end
+	} else {
+		// An all-day UNTIL is a date: the whole day is in range.
+		y, m, d := opt.Until.Date()
+		opt.Until = time.Date(y, m, d, 23, 59, 59, 0, time.UTC)
+	}
+	opt.Dtstart = dayTime(first)
+	r, err := rrule.NewRRule(*opt)
+	if err != nil {
+		return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE %q cannot be used: %v", clip(rule), err)}
+	}
+	set := rrule.Set{}
+	set.RRule(r)
+	for _, name := range []ics.ComponentProperty{ics.ComponentPropertyRdate, ics.ComponentPropertyExdate} {
+		for _, prop := range e.props.GetProperties(name) {
+			for _, v := range strings.Split(prop.Value, ",") {
+				t, err := time.Parse("20060102", strings.TrimSpace(v))
+				if err != nil {
+					return nil, &ICalError{Line: e.at[string(name)], Message: fmt.Sprintf("%s: %q is not a date (YYYYMMDD)", name, clip(v))}
+				}
+				if name == ics.ComponentPropertyRdate {
+					set.RDate(t)
+				} else {
+					set.ExDate(t)
+				}
 			}
-			count = n
-		case "INTERVAL":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE INTERVAL %q is not 1-100", clip(v))}
-			}
-			interval = n
-		case "UNTIL":
-			if len(v) < 8 {
-				return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE UNTIL %q is not a date", clip(v))}
-			}
-			t, err := time.Parse("20060102", v[:8])
-			if err != nil {
-				return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE UNTIL %q is not a date", clip(v))}
-			}
-			until = int32(floorDiv(t.Unix(), 86400)) + 1
-		case "BYMONTH", "BYMONTHDAY", "WKST":
-			// The start's own month and day: what holiday files write.
-		default:
-			return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE part %q is not supported (only FREQ=YEARLY on a fixed date, with INTERVAL, COUNT or UNTIL); list the dates instead", clip(part))}
 		}
 	}
-	if freq != "YEARLY" {
-		return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE FREQ %q is not supported (only YEARLY); list the dates instead", clip(freq))}
-	}
-	first := time.Unix(int64(start)*86400, 0).UTC()
 	var out []int32
-	for y := first.Year(); len(out) < MaxCalendarDates && (count == 0 || len(out) < count); y += interval {
-		t := time.Date(y, first.Month(), first.Day(), 0, 0, 0, 0, time.UTC)
-		if t.Day() != first.Day() {
-			continue // 29 February in a common year
+	next := set.Iterator()
+	for t, ok := next(); ok; t, ok = next() {
+		if len(out) == MaxCalendarDates {
+			return nil, &ICalError{Line: line, Message: fmt.Sprintf("RRULE %q gives more than %d dates", clip(rule), MaxCalendarDates)}
 		}
-		d := int32(floorDiv(t.Unix(), 86400))
-		if d >= until {
-			break
-		}
-		out = append(out, d)
+		out = append(out, civilDay(t))
 	}
 	return out, nil
 }
 
-// FormatYearStart is the civil day number of 1 January of year.
-func FormatYearStart(year int) int64 {
-	return floorDiv(time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC).Unix(), 86400)
+// isICalDate says whether a DTSTART/DTEND is a DATE (VALUE=DATE, or eight
+// digits) rather than a DATE-TIME, whose day a calendar does not use.
+func isICalDate(p *ics.IANAProperty) bool {
+	for _, v := range p.ICalParameters[string(ics.ParameterValue)] {
+		if strings.EqualFold(v, "DATE") {
+			return true
+		}
+	}
+	return len(strings.TrimSpace(p.Value)) == 8
 }
+
+// civilDay is the day number of t's calendar date, wherever t is.
+func civilDay(t time.Time) int32 {
+	y, m, d := t.Date()
+	return int32(floorDiv(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix(), 86400))
+}
+
+func dayTime(d int32) time.Time { return time.Unix(int64(d)*86400, 0).UTC() }
 
 func clip(s string) string {
 	if len(s) > 60 {

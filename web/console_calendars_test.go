@@ -105,3 +105,35 @@ func TestConsoleScheduleFormCalendars(t *testing.T) {
 		require.Equal(t, "previous_business_day", spec["on_excluded"])
 	})
 }
+
+// A calendar apply wrote last says so — managed_by in the API, the apply
+// badge on its console page — until a change by anyone else takes it over.
+func TestCalendarManagedByApply(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		c := newConsole(t, db, "")
+		managed := func() (string, int) {
+			t.Helper()
+			body := c.api.must(200, "GET", v2+"/calendars/hol", "")
+			by, _ := body["managed_by"].(string)
+			return by, c.page200("/waterline/calendars/hol").Find(tid("managed-by-apply")).Length()
+		}
+		c.api.must(201, "POST", v2+"/calendars", `{"name":"hol","dates":["2026-12-25"]}`, "X-Tideline-Source", "apply")
+		by, badges := managed()
+		require.Equal(t, "apply", by)
+		require.Equal(t, 1, badges)
+
+		c.api.must(200, "PATCH", v2+"/calendars/hol", `{"description":"by hand"}`)
+		by, badges = managed()
+		require.Empty(t, by, "a change by hand takes it over")
+		require.Zero(t, badges)
+
+		c.api.must(200, "PATCH", v2+"/calendars/hol", `{"dates":["2026-12-24"]}`, "X-Tideline-Source", "apply")
+		by, _ = managed()
+		require.Equal(t, "apply", by, "apply changed it again")
+		c.api.must(200, "PATCH", v2+"/calendars/hol", `{"description":"cli"}`, "X-Tideline-Source", "cli")
+		by, _ = managed()
+		require.Empty(t, by)
+	})
+}
