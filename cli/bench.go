@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -21,6 +22,26 @@ import (
 	"github.com/tidelinehq/tideline/migrations"
 	"github.com/tidelinehq/tideline/scheduling"
 )
+
+// startCPUProfile profiles this process into path ("" profiles nothing)
+// until the returned stop.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("cannot write --cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
 
 // benchPrefix names the schedules a bench seeds.
 const benchPrefix = "bench"
@@ -40,6 +61,7 @@ func runBench(ctx context.Context, e env, args []string) error {
 	keep := fs.Bool("keep", false, "keep the bench's schema (PostgreSQL) or file (SQLite) afterwards instead of dropping it")
 	output := outputFlag(fs, "table", "json")
 	logLevel := fs.String("log-level", envOr(e, "TIDELINE_LOG_LEVEL", "warn"), "level of the loops' log on stderr: debug, info, warn or error (env TIDELINE_LOG_LEVEL)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of this process while the loops run to this file (go tool pprof reads it)")
 	var lf loopFlags
 	lf.bind(fs, e)
 	if err := parse(fs, args); err != nil {
@@ -108,6 +130,11 @@ func runBench(ctx context.Context, e env, args []string) error {
 			}
 		}
 		cpu.begin(ctx)
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, stopProfile)
 		for i := range *replicas {
 			db, err := database.Open(ctx, loopURL(target.url))
 			if err != nil {

@@ -33,7 +33,7 @@ var Fields = []Field{
 			if !validPolicy(p) {
 				v.Add("overlap_policy", policyMessage())
 			}
-		}, nil, func(p string) string { return p }),
+		}, nil, func(p string) string { return p }).recordedApart(),
 	valueField("jitter_seconds", func(in *UpdateInput) **int { return &in.JitterSeconds },
 		func(s *models.Schedule) *int { return &s.JitterSeconds }, validateJitter, nil, strconv.Itoa).clearsTo("0"),
 	maxRunsField,
@@ -148,6 +148,12 @@ type Field struct {
 	ClearJSON string
 
 	decode func(raw json.RawMessage, in *UpdateInput) error
+	// encode and load are the field as a version records it under
+	// "settings" (Settings), from and into a schedule; nil for spec,
+	// action and overlap_policy, which the events carry under keys of
+	// their own.
+	encode func(s *models.Schedule) json.RawMessage
+	load   func(raw json.RawMessage, s *models.Schedule) error
 	given  func(in *UpdateInput) bool
 	copy   func(from *models.Schedule, in *UpdateInput)
 	check  func(u *applying)
@@ -168,6 +174,20 @@ type applying struct {
 
 func (f Field) clearsTo(value string) Field { f.ClearJSON = value; return f }
 func (f Field) apiOnly() Field              { f.Console = false; return f }
+
+// recordedApart leaves a field out of Settings: the version events carry
+// it under its own key.
+func (f Field) recordedApart() Field { f.encode, f.load = nil, nil; return f }
+
+// mustJSON encodes a field's value: ints, strings and string maps, which
+// encoding/json cannot fail on.
+func mustJSON(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encode a schedule field: %v", err))
+	}
+	return raw
+}
 
 // FieldByKey returns the field of key.
 func FieldByKey(key string) (Field, bool) {
@@ -299,7 +319,16 @@ func valueField[T any](key string, slot func(*UpdateInput) **T, at func(*models.
 	}
 	return Field{Key: key, Parts: []string{key}, Console: true,
 		decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, slot(in)) },
-		given:  func(in *UpdateInput) bool { return *slot(in) != nil },
+		encode: func(s *models.Schedule) json.RawMessage { return mustJSON(norm(*at(s))) },
+		load: func(raw json.RawMessage, s *models.Schedule) error {
+			var v T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+			*at(s) = norm(v)
+			return nil
+		},
+		given: func(in *UpdateInput) bool { return *slot(in) != nil },
 		copy: func(from *models.Schedule, in *UpdateInput) {
 			v := *at(from)
 			*slot(in) = &v
@@ -333,6 +362,15 @@ func nullableField[T any](key string, slot func(*UpdateInput) *Nullable[T], at f
 			n := slot(in)
 			n.Set = true
 			return strictJSON(raw, &n.Value)
+		},
+		encode: func(s *models.Schedule) json.RawMessage { return mustJSON(*at(s)) },
+		load: func(raw json.RawMessage, s *models.Schedule) error {
+			var v *T
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return err
+			}
+			*at(s) = v
+			return nil
 		},
 		given: func(in *UpdateInput) bool { return slot(in).Set },
 		copy: func(from *models.Schedule, in *UpdateInput) {

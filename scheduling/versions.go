@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -19,67 +18,49 @@ import (
 // stream order. Nothing else stores them: a version is read from its event,
 // and a revert is an ordinary update recorded like any other.
 
-// Settings are the definition fields beyond spec, action and overlap policy,
-// named as changed_fields names them. ScheduleCreated and ScheduleUpdated
-// carry them whole since versions exist, so every later version reads from
-// its own event; events recorded before hold only spec, action and policy,
-// and replay (below) recovers the rest where the stream allows.
-//
-// settingsOf, applyTo and input are the three translations of this struct;
-// apijson's test checks that its keys with spec, action and overlap_policy
-// are exactly PATCH's fields, so a field added there cannot be forgotten here.
-type Settings struct {
-	JitterSeconds        int               `json:"jitter_seconds"`
-	MaxRuns              *int64            `json:"max_runs"`
-	Connection           *string           `json:"connection"`
-	Queue                *string           `json:"queue"`
-	Labels               map[string]string `json:"labels"`
-	Memo                 map[string]string `json:"memo"`
-	SearchAttributes     map[string]string `json:"search_attributes"`
-	Note                 string            `json:"note"`
-	PauseAfterFailures   *int              `json:"pause_after_failures"`
-	CatchupWindowSeconds *int              `json:"catchup_window_seconds"`
-	StartDeadlineSeconds *int64            `json:"start_deadline_seconds"`
-}
+// Settings are the definition fields beyond spec, action and overlap
+// policy — every entry of the field table (Fields) but those three — by
+// JSON key, each encoded as the field's own entry encodes it.
+// ScheduleCreated and ScheduleUpdated carry them whole since versions
+// exist, so every later version reads from its own event; events recorded
+// before hold only spec, action and policy, and replay (below) recovers
+// the rest where the stream allows. A key no field has (a newer release's)
+// is kept in the event and ignored here.
+type Settings map[string]json.RawMessage
 
-func settingsOf(s *models.Schedule) *Settings {
-	return &Settings{JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, Connection: s.Connection, Queue: s.Queue,
-		Labels: nonNilMap(s.Labels), Memo: nonNilMap(s.Memo), SearchAttributes: nonNilMap(s.SearchAttributes), Note: s.Note,
-		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds,
-		StartDeadlineSeconds: s.StartDeadlineSeconds}
-}
-
-func (st *Settings) applyTo(s *models.Schedule) {
-	s.JitterSeconds, s.MaxRuns, s.Connection, s.Queue = st.JitterSeconds, st.MaxRuns, st.Connection, st.Queue
-	s.Labels, s.Memo, s.SearchAttributes = nonNilMap(st.Labels), nonNilMap(st.Memo), nonNilMap(st.SearchAttributes)
-	s.Note, s.PauseAfterFailures, s.CatchupWindowSeconds = st.Note, st.PauseAfterFailures, st.CatchupWindowSeconds
-	s.StartDeadlineSeconds = st.StartDeadlineSeconds
-}
-
-// input sets every setting in an update.
-func (st *Settings) input(in *UpdateInput) {
-	labels, memo, attrs := nonNilMap(st.Labels), nonNilMap(st.Memo), nonNilMap(st.SearchAttributes)
-	jitter, note := st.JitterSeconds, st.Note
-	in.JitterSeconds, in.Note = &jitter, &note
-	in.MaxRuns = Nullable[int64]{Set: true, Value: st.MaxRuns}
-	in.Connection = Nullable[string]{Set: true, Value: st.Connection}
-	in.Queue = Nullable[string]{Set: true, Value: st.Queue}
-	in.Labels, in.Memo, in.SearchAttributes = &labels, &memo, &attrs
-	in.PauseAfterFailures = Nullable[int]{Set: true, Value: st.PauseAfterFailures}
-	in.CatchupWindowSeconds = Nullable[int]{Set: true, Value: st.CatchupWindowSeconds}
-	in.StartDeadlineSeconds = Nullable[int64]{Set: true, Value: st.StartDeadlineSeconds}
-}
-
-// SettingFields are the JSON names of Settings, in declaration order.
+// SettingFields are the keys of the settings, in table order.
 var SettingFields = func() []string {
-	t := reflect.TypeFor[Settings]()
-	out := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		out = append(out, name)
+	var out []string
+	for _, f := range Fields {
+		if f.encode != nil {
+			out = append(out, f.Key)
+		}
 	}
 	return out
 }()
+
+// settingsOf records every setting of s.
+func settingsOf(s *models.Schedule) *Settings {
+	st := make(Settings, len(SettingFields))
+	for _, f := range Fields {
+		if f.encode != nil {
+			st[f.Key] = f.encode(s)
+		}
+	}
+	return &st
+}
+
+// applyTo sets the settings st holds on s.
+func (st Settings) applyTo(s *models.Schedule) error {
+	for _, f := range Fields {
+		if raw, ok := st[f.Key]; ok && f.load != nil {
+			if err := f.load(raw, s); err != nil {
+				return fmt.Errorf("decode setting %s: %w", f.Key, err)
+			}
+		}
+	}
+	return nil
+}
 
 // updatedPayload is the ScheduleUpdated of an update that left s so.
 func updatedPayload(s *models.Schedule, changed []string) *UpdatedPayload {
@@ -248,11 +229,7 @@ func replay(current *models.Schedule, events []models.ScheduleEvent) ([]Version,
 		case read[i].settings != nil:
 			backward[i] = read[i].settings
 		case i == len(read)-1:
-			now, err := settingsMap(settingsOf(current))
-			if err != nil {
-				return nil, err
-			}
-			backward[i] = now
+			backward[i] = *settingsOf(current)
 		default:
 			backward[i] = unchanged(backward[i+1], read[i+1].changed)
 		}
@@ -268,11 +245,12 @@ func replay(current *models.Schedule, events []models.ScheduleEvent) ([]Version,
 		}
 		sch := *current
 		sch.Spec, sch.Action, sch.OverlapPolicy = e.spec, e.action, e.policy
-		var st Settings
-		if err := decodeSettings(known, &st); err != nil {
+		// An unrecorded setting reads as its blank value, not the current one.
+		st := *settingsOf(&models.Schedule{})
+		maps.Copy(st, known)
+		if err := st.applyTo(&sch); err != nil {
 			return nil, fmt.Errorf("read version %d of %s: %w", i+1, current.ScheduleID, err)
 		}
-		st.applyTo(&sch)
 		v := Version{N: int64(i + 1), Sequence: e.ev.Sequence, EventType: e.ev.EventType, RecordedAt: e.ev.RecordedAt,
 			Context: e.cc, Source: versionSource(e.cc, e.reverted), ChangedFields: e.changed, RevertedTo: e.reverted,
 			Schedule: &sch, known: known}
@@ -287,29 +265,6 @@ func replay(current *models.Schedule, events []models.ScheduleEvent) ([]Version,
 		out[i] = v
 	}
 	return out, nil
-}
-
-func settingsMap(st *Settings) (map[string]json.RawMessage, error) {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return nil, fmt.Errorf("encode settings: %w", err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("decode settings: %w", err)
-	}
-	return m, nil
-}
-
-func decodeSettings(m map[string]json.RawMessage, st *Settings) error {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("encode settings: %w", err)
-	}
-	if err := json.Unmarshal(raw, st); err != nil {
-		return fmt.Errorf("decode settings: %w", err)
-	}
-	return nil
 }
 
 func versionSource(cc *CommandContext, reverted *int64) string {
@@ -327,20 +282,18 @@ func versionSource(cc *CommandContext, reverted *int64) string {
 // revertInput is the update that takes current back to version v: every
 // field the version records, the unrecorded ones left as they are.
 func revertInput(v *Version, current *models.Schedule) (UpdateInput, error) {
-	merged, err := settingsMap(settingsOf(current))
-	if err != nil {
-		return UpdateInput{}, err
-	}
+	merged := *settingsOf(current)
 	for k, raw := range v.known {
-		merged[k] = raw
+		if _, ok := merged[k]; ok {
+			merged[k] = raw
+		}
 	}
-	var st Settings
-	if err := decodeSettings(merged, &st); err != nil {
-		return UpdateInput{}, err
+	in, err := DecodePatch(merged)
+	if err != nil {
+		return UpdateInput{}, fmt.Errorf("revert to version %d: %w", v.N, err)
 	}
 	spec, action, policy := v.Schedule.Spec, v.Schedule.Action, v.Schedule.OverlapPolicy
-	in := UpdateInput{Spec: &spec, Action: &action, OverlapPolicy: &policy}
-	st.input(&in)
+	in.Spec, in.Action, in.OverlapPolicy = &spec, &action, &policy
 	return in, nil
 }
 
