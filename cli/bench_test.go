@@ -30,9 +30,14 @@ func TestBenchPrintsItsTable(t *testing.T) {
 			} else {
 				url = dbtest.PostgresURL(t)
 			}
+			profile := filepath.Join(t.TempDir(), "bench.cpu")
 			out, errOut, err := runCLI(t, nil, "bench", "--database", url, "--schedules", "30", "--instants", "2", "--every", "2s",
-				"--fire-ahead", "1s", "--replicas", "2")
+				"--fire-ahead", "1s", "--replicas", "2", "--cpuprofile", profile)
 			require.NoError(t, err, "stderr: %s", errOut)
+			prof, err := os.ReadFile(profile)
+			require.NoError(t, err)
+			require.Greater(t, len(prof), 2)
+			require.Equal(t, []byte{0x1f, 0x8b}, prof[:2], "a pprof profile is gzipped")
 
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			cells := regexp.MustCompile(`\s{2,}`)
