@@ -29,6 +29,10 @@ type Dialect interface {
 	// JSONTextParam is JSONText with the key bound as the query's next
 	// argument.
 	JSONTextParam(column string) string
+	// JSONHasPair is the condition that a JSON object column holds a key
+	// with a string value, both bound as the next two arguments: on
+	// PostgreSQL a containment (@>) a GIN index answers.
+	JSONHasPair(column string) string
 	// IsUniqueViolation reports whether err is a unique-key violation, by
 	// the driver's error code (not by matching message text, which drivers
 	// are free to reword).
@@ -112,6 +116,9 @@ func (postgres) Lock(q *bun.SelectQuery, clause string) *bun.SelectQuery {
 }
 func (postgres) JSONText(column, key string) string { return column + "->>'" + key + "'" }
 func (postgres) JSONTextParam(column string) string { return column + "->>?" }
+func (postgres) JSONHasPair(column string) string {
+	return column + " @> jsonb_build_object(?::text, ?::text)"
+}
 func (postgres) IsUniqueViolation(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "23505"
@@ -168,7 +175,8 @@ func (sqlite) JSONText(column, key string) string {
 func (sqlite) JSONTextParam(column string) string {
 	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
-func (sqlite) TypedArrays() bool { return false }
+func (d sqlite) JSONHasPair(column string) string { return d.JSONTextParam(column) + " = ?" }
+func (sqlite) TypedArrays() bool                  { return false }
 
 // Optimize runs PRAGMA optimize, which analyzes only the tables never
 // analyzed or whose size changed a lot since, each within analysis_limit

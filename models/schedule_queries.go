@@ -514,7 +514,7 @@ func listPage(ctx context.Context, db bun.IDB, f ScheduleFilter, rank *int, afte
 		q = q.Where(database.Of(db).JSONText("s.action", "workflow_type")+" = ?", f.WorkflowType)
 	}
 	if f.LabelKey != "" {
-		q = q.Where(database.Of(db).JSONTextParam("s.labels")+" = ?", f.LabelKey, f.LabelValue)
+		q = q.Where(database.Of(db).JSONHasPair("s.labels"), f.LabelKey, f.LabelValue)
 	}
 	if f.Conditions != nil {
 		expr, args := f.Conditions.rank(db)
