@@ -154,8 +154,9 @@ type dueKey struct {
 }
 
 // claimFromDue locks up to limit schedules in the due queue's order: it
-// reads a page of the queue's keys (no lock; where restricts them, after
-// is the keyset cursor), then locks those schedules that still qualify —
+// reads a page of the queue's keys (no lock; where restricts them and
+// starts them after the keyset cursor after, nil for the first page), then
+// locks those schedules that still qualify —
 // status active and also (with its args), which must test next_fire_at as
 // the queue page did — with
 // FOR UPDATE SKIP LOCKED, and pages on until it holds limit or the queue
@@ -165,16 +166,21 @@ type dueKey struct {
 // locking the whole instant in one claim. Rows another transaction holds
 // are skipped and the next page goes on past them, so replicas claim
 // disjoint sets.
-func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(*bun.SelectQuery) *bun.SelectQuery,
+//
+// where must put the cursor into the index's bounds, not a filter: pages
+// go on past rows other transactions hold (the sibling preparer's, or a
+// replica's), and a cursor the index scan only filters on makes every page
+// read the range again from its start — at 1,000,000 schedules of one
+// instant that was minutes a page (docs/PERFORMANCE.md, "One instant for a
+// million"). A row comparison, (next_fire_at, schedule_ulid) > (?, ?), is
+// an index bound on both databases; an OR of the two columns is not.
+func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(q *bun.SelectQuery, after *dueKey) *bun.SelectQuery,
 	also string, args ...any) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
 	var after *dueKey
 	for len(out) < limit {
 		var keys []dueKey
-		q := where(tx.NewSelect().TableExpr("workflow_schedule_due AS d").Column("d.next_fire_at", "d.schedule_ulid"))
-		if after != nil {
-			q = q.Where("(d.next_fire_at > ? OR (d.next_fire_at = ? AND d.schedule_ulid > ?))", after.NextFireAt, after.NextFireAt, after.ScheduleULID)
-		}
+		q := where(tx.NewSelect().TableExpr("workflow_schedule_due AS d").Column("d.next_fire_at", "d.schedule_ulid"), after)
 		if err := q.OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").Limit(int64(limit)).Scan(ctx, &keys); err != nil {
 			return nil, fmt.Errorf("read the due queue: %w", err)
 		}
@@ -207,8 +213,12 @@ func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(*bun.Se
 // first. On PostgreSQL rows locked by another replica are skipped, so every
 // replica claims a disjoint set; the due queue's key serves it.
 func ClaimDue(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]ClaimedSchedule, error) {
-	out, err := claimFromDue(ctx, tx, limit, func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("d.next_fire_at <= ?", now)
+	out, err := claimFromDue(ctx, tx, limit, func(q *bun.SelectQuery, after *dueKey) *bun.SelectQuery {
+		q = q.Where("d.next_fire_at <= ?", now)
+		if after != nil {
+			q = q.Where("(d.next_fire_at, d.schedule_ulid) > (?, ?)", after.NextFireAt, after.ScheduleULID)
+		}
+		return q
 	}, "s.next_fire_at <= ?", now)
 	if err != nil {
 		return nil, fmt.Errorf("claim due schedules: %w", err)
@@ -229,8 +239,14 @@ func ClaimAt(ctx context.Context, tx bun.IDB, at time.Time, afterID string, limi
 	// on them scanned every run for each schedule (a claim ran for minutes).
 	// Under the OR the subquery stays a per-row primary-key probe, made only
 	// for schedules whose policy does not start anyway.
-	out, err := claimFromDue(ctx, tx, limit, func(q *bun.SelectQuery) *bun.SelectQuery {
-		return q.Where("d.next_fire_at = ? AND d.schedule_ulid > ?", at, afterID)
+	out, err := claimFromDue(ctx, tx, limit, func(q *bun.SelectQuery, after *dueKey) *bun.SelectQuery {
+		// One instant: the cursor is an ID alone, in the index after the
+		// instant's equality.
+		from := afterID
+		if after != nil {
+			from = max(from, after.ScheduleULID)
+		}
+		return q.Where("d.next_fire_at = ? AND d.schedule_ulid > ?", at, from)
 	}, "s.next_fire_at = ? AND s.buffer_depth = 0 AND (s.overlap_policy IN (?) OR s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))",
 		at, bun.In(startAnyway), bun.In(ActiveRunStatuses))
 	if err != nil {

@@ -1,8 +1,11 @@
 package scheduling_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 )
@@ -179,4 +183,81 @@ func TestDueQueueStaysInStepUnderConcurrentWriters(t *testing.T) {
 		require.NoError(t, err)
 	}
 	requireDueQueueMatches(t, f, "after concurrent writers")
+}
+
+// dueQueries records the due-queue pages a claim reads.
+type dueQueries struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (h *dueQueries) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (h *dueQueries) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if strings.Contains(e.Query, "FROM workflow_schedule_due AS d") {
+		h.mu.Lock()
+		h.queries = append(h.queries, e.Query)
+		h.mu.Unlock()
+	}
+}
+
+// A claim that pages on past rows another transaction holds starts each
+// page at its cursor in the index, for the tick (ClaimDue) and for
+// preparing (ClaimAt): no page reads the rows before its cursor again. A
+// cursor that was only a filter made page k re-read k pages — at 1,000,000
+// schedules of one instant, minutes a page and nothing fired. Checked on
+// each page's plan (index scans only, so that the small table's plan is
+// the large one's).
+func TestClaimPagesStartAtTheirCursor(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	ctx := context.Background()
+	at := t0.Add(time.Hour)
+	require.NoError(t, loadgen.Seed(ctx, db, "held", 300, models.Spec{CronExpressions: []string{"0 * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}, at))
+	hook := &dueQueries{}
+	db.AddQueryHook(hook)
+	claims := map[string]func(tx bun.Tx, limit int) ([]models.ClaimedSchedule, error){
+		"ClaimDue": func(tx bun.Tx, limit int) ([]models.ClaimedSchedule, error) {
+			return models.ClaimDue(ctx, tx, at, limit)
+		},
+		"ClaimAt": func(tx bun.Tx, limit int) ([]models.ClaimedSchedule, error) {
+			return models.ClaimAt(ctx, tx, at, "", limit, []string{scheduling.OverlapAllowAll})
+		},
+	}
+	for _, name := range []string{"ClaimDue", "ClaimAt"} {
+		holder, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = holder.Rollback() }) // before the schema is dropped, also when an assertion fails
+		held, err := claims[name](holder, 250)
+		require.NoError(t, err)
+		require.Len(t, held, 250)
+		hook.mu.Lock()
+		hook.queries = nil
+		hook.mu.Unlock()
+
+		claimer, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = claimer.Rollback() })
+		got, err := claims[name](claimer, 10)
+		require.NoError(t, err)
+		require.Len(t, got, 10, "%s goes on past the 250 held rows", name)
+		require.NoError(t, claimer.Rollback())
+		require.NoError(t, holder.Rollback())
+
+		hook.mu.Lock()
+		pages := slices.Clone(hook.queries)
+		hook.mu.Unlock()
+		require.Greater(t, len(pages), 20, "%s paged past the held rows ten at a time", name)
+		explain, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = explain.Rollback() })
+		_, err = explain.ExecContext(ctx, "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+		require.NoError(t, err)
+		for i, q := range pages {
+			var plan []string
+			require.NoError(t, explain.NewRaw("EXPLAIN (ANALYZE, COSTS OFF) "+q).Scan(ctx, &plan))
+			text := strings.Join(plan, "\n")
+			require.NotContains(t, text, "Rows Removed by Filter", "%s page %d reads rows before its cursor:\n%s", name, i, text)
+		}
+		require.NoError(t, explain.Rollback())
+	}
 }
