@@ -137,7 +137,7 @@ func TestBenchRefusesAnExistingFileAndBadFlags(t *testing.T) {
 		{[]string{"--instants", "101"}, "invalid --instants 101"},
 		{[]string{"--every", "1500ms"}, "invalid --every 1.5s: want whole seconds"},
 		{[]string{"--replicas", "0"}, "invalid --replicas 0"},
-		{[]string{"--fire-ahead", "6m"}, "invalid --fire-ahead 6m0s"},
+		{[]string{"--fire-ahead", "16m"}, "invalid --fire-ahead 16m0s"},
 		{[]string{"--database", "mysql://x"}, `invalid --database "mysql://x"`},
 		{[]string{"--output", "csv"}, `invalid --output "csv"`},
 		{[]string{"now"}, `unexpected argument "now"`},

@@ -248,7 +248,7 @@ type loopFlags struct {
 
 func (f *loopFlags) bind(fs *flag.FlagSet, e env) {
 	fs.DurationVar(&f.period, "loop-period", time.Second, "how often the scheduling loop looks for due schedules")
-	fs.DurationVar(&f.ahead, "fire-ahead", time.Minute, "PostgreSQL: prepare fires up to this long before their instant and commit them at it, so thousands due at once start on time (0 disables)")
+	fs.DurationVar(&f.ahead, "fire-ahead", time.Minute, "PostgreSQL: prepare fires up to this long before their instant and commit them at it, so thousands due at once start on time (0 disables, at most 15m)")
 	fs.StringVar(&f.retainRuns, "retain-runs", envOr(e, "TIDELINE_RETAIN_RUNS", "30d"), `delete finished runs (with their history) older than this, e.g. "30d", "720h"; 0 keeps them forever (a schedule's latest run is always kept) (env TIDELINE_RETAIN_RUNS)`)
 	fs.StringVar(&f.purgeDeleted, "purge-deleted-after", envOr(e, "TIDELINE_PURGE_DELETED_AFTER", "0"), `delete deleted schedules with their audit stream and runs this long after deletion; 0 never does (env TIDELINE_PURGE_DELETED_AFTER)`)
 }
@@ -257,8 +257,11 @@ func (f *loopFlags) validate() error {
 	if f.period < 10*time.Millisecond {
 		return usagef("invalid --loop-period %s: want at least 10ms", f.period)
 	}
-	if f.ahead < 0 || f.ahead > 5*time.Minute {
-		return usagef("invalid --fire-ahead %s: want 0 (off) up to 5m", f.ahead)
+	// 15m: a million schedules sharing one instant take ~4.5 minutes to
+	// prepare on a 2-core machine (docs/PERFORMANCE.md); longer holds their
+	// rows locked for no gain.
+	if f.ahead < 0 || f.ahead > 15*time.Minute {
+		return usagef("invalid --fire-ahead %s: want 0 (off) up to 15m", f.ahead)
 	}
 	var err error
 	f.retention, err = parseRetention(f.retainRuns, f.purgeDeleted)
