@@ -8,6 +8,6 @@
 -- so a filtered page is a range of it. The label filter is a containment
 -- query (labels @> {"key": "value"}), which the GIN index answers; the
 -- planner still walks the ID key when the label is common.
-CREATE INDEX workflow_schedules_workflow_type_idx
+CREATE INDEX IF NOT EXISTS workflow_schedules_workflow_type_idx
     ON workflow_schedules (namespace, (action->>'workflow_type'), schedule_id);
-CREATE INDEX workflow_schedules_labels_idx ON workflow_schedules USING gin (labels jsonb_path_ops);
+CREATE INDEX IF NOT EXISTS workflow_schedules_labels_idx ON workflow_schedules USING gin (labels jsonb_path_ops);
