@@ -130,9 +130,15 @@ func (c *ClaimedSchedule) latestRunActive() bool {
 
 // VacuumDueQueue reclaims the due queue's dead row versions (one per fire:
 // its key is the next fire time, so no update of it can stay on its page
-// the way the schedule row's does). Not inside a transaction.
+// the way the schedule row's does), and those of the other table the
+// schedule triggers keep, namespace_schedule_counts (one or two per
+// change of a schedule's status: a few rows read by every registry page).
+// Not inside a transaction.
 func VacuumDueQueue(ctx context.Context, db bun.IDB) error {
-	return database.Of(db).Vacuum(ctx, db, "workflow_schedule_due")
+	if err := database.Of(db).Vacuum(ctx, db, "workflow_schedule_due"); err != nil {
+		return err
+	}
+	return database.Of(db).Vacuum(ctx, db, "namespace_schedule_counts")
 }
 
 // VacuumHealth reclaims the dead row versions of the health rows: every
