@@ -67,6 +67,18 @@ func TestScheduleCountsFollowEveryWrite(t *testing.T) {
 		require.NoError(t, err)
 		check("created", 4, 1)
 
+		// Paused by the loop after a failed run, then deleted.
+		runID := f.retrying("fragile", nil, func(in *scheduling.CreateInput) { in.PauseAfterFailures = ptr(1) })
+		check("created fragile", 5, 1)
+		f.failOnce(runID, "io")
+		pausedOnFailure, err := f.svc.PauseFailing(f.ctx, 10)
+		require.NoError(t, err)
+		require.Equal(t, []string{"default/fragile"}, pausedOnFailure)
+		check("paused on failure", 4, 2)
+		_, err = f.svc.Delete(f.ctx, "default", "fragile", nil)
+		require.NoError(t, err)
+		check("deleted fragile", 4, 1)
+
 		_, err = f.svc.Pause(f.ctx, "default", "s0", scheduling.PauseInput{Reason: "maintenance"}, nil)
 		require.NoError(t, err)
 		check("paused", 3, 2)
@@ -161,7 +173,7 @@ func TestScheduleCountsFollowEveryWrite(t *testing.T) {
 		f.clock.Advance(72 * time.Hour)
 		deleted, err := f.svc.Retain(f.ctx, scheduling.Retention{PurgeDeletedAfter: 48 * time.Hour})
 		require.NoError(t, err)
-		require.EqualValues(t, 3, deleted.Schedules, "s3, born-paused and once purged")
+		require.EqualValues(t, 4, deleted.Schedules, "fragile, s3, born-paused and once purged")
 		check("purged", 3, 0)
 		// Many rows in one INSERT (as the benchmarks seed), then deleted
 		// for good with their rings (nothing else points at them).
