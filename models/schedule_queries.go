@@ -130,9 +130,15 @@ func (c *ClaimedSchedule) latestRunActive() bool {
 
 // VacuumDueQueue reclaims the due queue's dead row versions (one per fire:
 // its key is the next fire time, so no update of it can stay on its page
-// the way the schedule row's does). Not inside a transaction.
+// the way the schedule row's does), and those of the other table the
+// schedule triggers keep, namespace_schedule_counts (one or two per
+// change of a schedule's status: a few rows read by every registry page).
+// Not inside a transaction.
 func VacuumDueQueue(ctx context.Context, db bun.IDB) error {
-	return database.Of(db).Vacuum(ctx, db, "workflow_schedule_due")
+	if err := database.Of(db).Vacuum(ctx, db, "workflow_schedule_due"); err != nil {
+		return err
+	}
+	return database.Of(db).Vacuum(ctx, db, "namespace_schedule_counts")
 }
 
 // VacuumHealth reclaims the dead row versions of the health rows: every
@@ -836,19 +842,17 @@ func CountHealthRank(ctx context.Context, db bun.IDB, namespace string, c *Healt
 	return int64(n), nil
 }
 
-// CountSchedules counts a namespace's live schedules by status, from the
-// namespace's schedule rows alone (no join: joining every row to its
-// health was most of the cost, 157 ms a registry page at 100,000
-// schedules).
+// CountSchedules counts a namespace's live schedules by status. The
+// counts are kept by triggers on workflow_schedules (migration 0025) in
+// the transactions that change the rows, so this reads the namespace's
+// few rows of namespace_schedule_counts whatever the number of schedules
+// (a scan of the namespace's rows took 81 ms at 100,000 on PostgreSQL).
+// On PostgreSQL concurrent writers may leave a part each beside part 0;
+// the sum is the count.
 func CountSchedules(ctx context.Context, db bun.IDB, namespace string) (ScheduleCounts, error) {
 	var c ScheduleCounts
-	err := db.NewRaw(`SELECT
-		COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS active_count,
-		COALESCE(SUM(CASE WHEN s.status = ? THEN 1 ELSE 0 END), 0) AS paused_count
-		FROM workflow_schedules AS s
-		WHERE s.namespace = ? AND s.status IN (?)`,
-		StatusActive, StatusPaused,
-		namespace, bun.In([]string{StatusActive, StatusPaused})).Scan(ctx, &c)
+	err := db.NewRaw(`SELECT COALESCE(SUM(c.active), 0) AS active_count, COALESCE(SUM(c.paused), 0) AS paused_count
+		FROM namespace_schedule_counts AS c WHERE c.namespace = ?`, namespace).Scan(ctx, &c)
 	if err != nil {
 		return c, fmt.Errorf("count schedules: %w", err)
 	}

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/loadgen"
+	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
@@ -96,6 +99,59 @@ func BenchmarkRegistryCounts(b *testing.B) {
 					if err != nil || c.All != int64(n) {
 						b.Fatalf("counts %+v, %v", c, err)
 					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkScheduleCounts: the registry's status chips (active, paused,
+// all) read two ways, in a namespace of 1k/10k schedules, a tenth of them
+// paused by one statement — scan: what models.CountSchedules did before
+// migration 0025, a pass over the namespace's live schedule rows
+// (schedtest.ScanCounts); read: what it does now, the namespace's rows of
+// namespace_schedule_counts, which the triggers keep. The scan grows with
+// the namespace, the read must not. TIDELINE_BENCH_COUNTS_SCHEDULES adds a
+// size (100,000 seeds in about a minute; 1,000,000 took eleven for both
+// databases here):
+//
+//	TIDELINE_BENCH_COUNTS_SCHEDULES=100000 go test ./scheduling -run '^$' -bench ScheduleCounts -count 3
+func BenchmarkScheduleCounts(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if n := envSize("TIDELINE_BENCH_COUNTS_SCHEDULES", 0); n > 0 {
+		sizes = append(sizes, n)
+	}
+	for _, dialect := range dbtest.Dialects {
+		for _, n := range sizes {
+			b.Run(fmt.Sprintf("%s/schedules=%d", dialect, n), func(b *testing.B) {
+				db := dbtest.Open(b, dialect)
+				seedSchedules(b, db, "cnt", n, t0.Add(24*time.Hour))
+				ctx := context.Background()
+				if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).Set("status = ?", models.StatusPaused).
+					Where("schedule_id LIKE ?", "cnt-%0").Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := database.Of(db).Optimize(ctx, db); err != nil {
+					b.Fatal(err)
+				}
+				if database.Of(db).Name() == database.PostgreSQL {
+					if err := loadgen.Analyze(ctx, db, "workflow_schedules", "namespace_schedule_counts"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				want := models.ScheduleCounts{All: int64(n), Active: int64(n - n/10), Paused: int64(n / 10)}
+				for _, way := range []struct {
+					name  string
+					count func(context.Context, bun.IDB, string) (models.ScheduleCounts, error)
+				}{{"scan", schedtest.ScanCounts}, {"read", models.CountSchedules}} {
+					b.Run(way.name, func(b *testing.B) {
+						for b.Loop() {
+							c, err := way.count(ctx, db, "default")
+							if err != nil || c != want {
+								b.Fatalf("counts %+v, want %+v: %v", c, want, err)
+							}
+						}
+					})
 				}
 			})
 		}

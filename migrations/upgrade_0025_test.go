@@ -1,0 +1,71 @@
+package migrations_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tidelinehq/tideline/database"
+	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
+	"github.com/tidelinehq/tideline/migrations"
+	"github.com/tidelinehq/tideline/models"
+)
+
+// Migration 0025 counts the schedules that were there before it: every
+// namespace's active and paused ones, soft-deleted ones left out, and the
+// triggers it creates count the writes after it.
+func TestUpgradeTo0025CountsExistingSchedules(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url := "sqlite:" + filepath.Join(t.TempDir(), "upgrade.db")
+			if dialect == "postgres" {
+				url = dbtest.PostgresURL(t)
+			}
+			db, err := database.Open(ctx, url)
+			require.NoError(t, err)
+			dbtest.LimitPool(db)
+			t.Cleanup(func() { _ = db.Close() })
+			_, err = migrations.ApplyUpTo(ctx, db, 24)
+			require.NoError(t, err)
+
+			spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
+			require.NoError(t, loadgen.Seed(ctx, db, "up", 10, spec, time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)))
+			for _, set := range []struct{ ids, column, value string }{
+				{"'up-000000', 'up-000001', 'up-000002'", "status", models.StatusPaused},
+				{"'up-000003'", "status", models.StatusDeleted},
+				{"'up-000004', 'up-000005'", "namespace", "other"},
+				{"'up-000005'", "status", models.StatusPaused},
+			} {
+				_, err := db.ExecContext(ctx, "UPDATE workflow_schedules SET "+set.column+" = ? WHERE schedule_id IN ("+set.ids+")", set.value)
+				require.NoError(t, err)
+			}
+
+			applied, err := migrations.Apply(ctx, db)
+			require.NoError(t, err)
+			require.Equal(t, []string{"0025_namespace_schedule_counts.sql"}, applied)
+			counts := func() [2][2]int64 {
+				t.Helper()
+				var out [2][2]int64
+				for i, ns := range []string{"default", "other"} {
+					c, err := models.CountSchedules(ctx, db, ns)
+					require.NoError(t, err)
+					require.Equal(t, c.Active+c.Paused, c.All)
+					out[i] = [2]int64{c.Active, c.Paused}
+				}
+				return out
+			}
+			require.Equal(t, [2][2]int64{{4, 3}, {1, 1}}, counts(), "default: up-6…9 and up-0…2; other: up-4 and up-5")
+
+			_, err = db.ExecContext(ctx, "UPDATE workflow_schedules SET status = ? WHERE schedule_id = 'up-000006'", models.StatusDeleted)
+			require.NoError(t, err)
+			require.Equal(t, [2][2]int64{{3, 3}, {1, 1}}, counts(), "after a delete")
+		})
+	}
+}
