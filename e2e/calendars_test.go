@@ -31,7 +31,10 @@ func TestCalendarConsole(t *testing.T) {
 		soon := nextWeekdays(now, 2, 2)
 		dates := []string{day(1, 1), day(1, 19), day(2, 16), day(5, 25), day(6, 19), day(7, 3), day(9, 7), day(10, 12),
 			day(11, 11), day(11, 26), day(12, 25), soon[0], soon[1]}
-		api.must(http.MethodPost, "/calendars", map[string]any{"name": "us-bank-holidays", "description": "US bank holidays and office closures",
+		// Written as schedule apply writes it: the page wears the apply badge.
+		asApply := *api
+		asApply.Source = "apply"
+		asApply.must(http.MethodPost, "/calendars", map[string]any{"name": "us-bank-holidays", "description": "US bank holidays and office closures",
 			"dates": dates, "weekend": []string{"sat", "sun"}}, http.StatusCreated, nil)
 		for _, s := range []struct{ id, cron, on string }{
 			{"payroll-run", "0 9 * * 1-5", "next_business_day"},
@@ -62,6 +65,7 @@ func TestCalendarConsole(t *testing.T) {
 			}
 			must(t, "open it", row.GetByTestId("calendar-link").Click())
 			must(t, "used by both", expect.Locator(page.GetByTestId("calendar-used-by").Locator("a")).ToHaveText([]string{"payroll-run", "settlement-report"}))
+			must(t, "managed by apply", expect.Locator(page.GetByTestId("managed-by-apply")).ToBeVisible())
 			yearView := page.GetByTestId("calendar-year")
 			must(t, "twelve months", expect.Locator(yearView.GetByTestId("calendar-month")).ToHaveCount(12))
 			must(t, "Christmas marked", expect.Locator(yearView.Locator(`td[data-date="`+day(12, 25)+`"]`)).ToHaveClass(regexp.MustCompile(`\blisted\b`)))

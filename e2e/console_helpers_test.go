@@ -33,6 +33,7 @@ type apiClient struct {
 	base      string
 	Token     string
 	Namespace string // sent as X-Namespace when set
+	Source    string // sent as X-Tideline-Source when set ("apply": as schedule apply would)
 }
 
 func newAPI(t *testing.T, srv *server) *apiClient {
@@ -71,6 +72,9 @@ func (a *apiClient) do(method, path string, body any) (int, []byte) {
 	}
 	if a.Namespace != "" {
 		req.Header.Set("X-Namespace", a.Namespace)
+	}
+	if a.Source != "" {
+		req.Header.Set("X-Tideline-Source", a.Source)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
