@@ -47,7 +47,7 @@ func TestUpgradeTo0025CountsExistingSchedules(t *testing.T) {
 				require.NoError(t, err)
 			}
 
-			applied, err := migrations.Apply(ctx, db)
+			applied, err := migrations.ApplyUpTo(ctx, db, 25)
 			require.NoError(t, err)
 			require.Equal(t, []string{"0025_namespace_schedule_counts.sql"}, applied)
 			counts := func() [2][2]int64 {

@@ -165,12 +165,16 @@ func TestNotifyKillStillDelivers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("replica A never posted the first delivery")
 	}
-	// 3. Fact #2, committed while A's dispatcher is stuck.
+	// 3. Fact #2, committed while A's dispatcher is stuck. A backfill is a
+	// job (202): its fact commits when the job has worked its range, so
+	// wait for the outbox row rather than expect it with the answer.
 	backfill("2026-07-02")
-	rows, err := deliveries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var rows []models.Delivery
+	waitFor(t, 10*time.Second, 20*time.Millisecond, "the second backfill's outbox row", func() (bool, error) {
+		var err error
+		rows, err = deliveries()
+		return len(rows) >= 2, err
+	})
 	if len(rows) != 2 {
 		t.Fatalf("%d outbox rows after two backfills, want 2", len(rows))
 	}
@@ -181,7 +185,7 @@ func TestNotifyKillStillDelivers(t *testing.T) {
 
 	// 4. The crash.
 	a.kill()
-	rows, err = deliveries()
+	rows, err := deliveries()
 	if err != nil {
 		t.Fatal(err)
 	}
