@@ -27,7 +27,7 @@ func (h *Console) NewSchedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := r.newFormView(views.ScheduleFormValues{Timezone: "UTC", OverlapPolicy: scheduling.OverlapSkip, JitterSeconds: "0"})
+	v := r.newFormView(views.ScheduleFormValues{Timezone: "UTC", Fields: scheduling.TextsOf(scheduling.Blank())})
 	return ok(c, views.ScheduleFormPage(r.layout("New schedule", "schedules"), v))
 }
 

@@ -19,9 +19,9 @@ var editFields = scheduling.ConsoleParts()
 // schedule is the form's definition as a schedule, the shape the field
 // table reads values from.
 func (f *scheduleForm) schedule() *models.Schedule {
-	return &models.Schedule{Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap, JitterSeconds: f.jitter, MaxRuns: f.maxRuns,
-		CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline, Connection: f.connection, Queue: f.queue, Labels: f.labels, Memo: f.memo, Note: f.note,
-		PauseAfterFailures: f.pauseAfter}
+	s := &models.Schedule{Spec: f.spec, Action: f.action}
+	scheduling.Draft(s, f.fields)
+	return s
 }
 
 // canonical spells each editable field of a parsed form in one way, so
@@ -29,10 +29,11 @@ func (f *scheduleForm) schedule() *models.Schedule {
 func (f *scheduleForm) canonical() map[string]string {
 	out := canonicalOf(f.schedule())
 	// A field that could not be read compares by what was typed.
-	raw := map[string]string{"intervals": f.values.Intervals, "at": f.values.At, "input": f.values.Input, "labels": f.values.Labels, "memo": f.values.Memo,
-		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds,
-		"jitter_seconds": f.values.JitterSeconds, "max_runs": f.values.MaxRuns, "pause_after_failures": f.values.PauseAfterFailures,
-		"catchup_window_seconds": f.values.CatchupWindowSeconds, "start_deadline_seconds": f.values.StartDeadlineSeconds}
+	raw := map[string]string{"intervals": f.values.Intervals, "at": f.values.At, "input": f.values.Input,
+		"execution_timeout_seconds": f.values.ExecutionTimeoutSeconds, "run_timeout_seconds": f.values.RunTimeoutSeconds}
+	for key, text := range f.values.Fields {
+		raw[key] = text
+	}
 	for field := range f.errs {
 		if v, ok := raw[field]; ok {
 			out[field] = strings.Join(strings.Fields(v), " ")

@@ -30,17 +30,9 @@ type scheduleForm struct {
 	ivLines       []int // the form line of each interval
 	atLines       []int // the form line of each at time
 	action        models.Action
-	overlap       string
-	jitter        int
-	maxRuns       *int64
-	catchup       *int
-	startDeadline *int64
-	connection    *string
-	queue         *string
-	labels        map[string]string
-	memo          map[string]string
-	note          string
-	pauseAfter    *int
+	// fields are the field table's fields with a text form, read from
+	// their inputs (scheduling.ParseTexts).
+	fields scheduling.UpdateInput
 }
 
 func readScheduleForm(c echo.Context) *scheduleForm {
@@ -51,20 +43,20 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		ExcludeCalendars: strings.TrimSpace(c.FormValue("exclude_calendars")), OnExcluded: strings.TrimSpace(c.FormValue("on_excluded")),
 		WorkflowType: strings.TrimSpace(c.FormValue("workflow_type")), WorkflowClass: strings.TrimSpace(c.FormValue("workflow_class")),
 		Input: c.FormValue("input"), ExecutionTimeoutSeconds: strings.TrimSpace(c.FormValue("execution_timeout_seconds")),
-		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")), OverlapPolicy: strings.TrimSpace(c.FormValue("overlap_policy")),
-		JitterSeconds: strings.TrimSpace(c.FormValue("jitter_seconds")), MaxRuns: strings.TrimSpace(c.FormValue("max_runs")),
-		CatchupWindowSeconds: strings.TrimSpace(c.FormValue("catchup_window_seconds")),
-		StartDeadlineSeconds: strings.TrimSpace(c.FormValue("start_deadline_seconds")),
-		Connection:           strings.TrimSpace(c.FormValue("connection")), Queue: strings.TrimSpace(c.FormValue("queue")),
-		Labels: c.FormValue("labels"), Memo: c.FormValue("memo"), Note: strings.TrimSpace(c.FormValue("note")),
-		Paused:      c.FormValue("paused") == "1" || c.FormValue("paused") == "on",
+		RunTimeoutSeconds: strings.TrimSpace(c.FormValue("run_timeout_seconds")),
+		Paused:            c.FormValue("paused") == "1" || c.FormValue("paused") == "on", Fields: map[string]string{},
 		MaxAttempts: strings.TrimSpace(c.FormValue("retry_policy.max_attempts")), RetryInitial: strings.TrimSpace(c.FormValue("retry_policy.initial_interval_seconds")),
 		RetryCoefficient: strings.TrimSpace(c.FormValue("retry_policy.backoff_coefficient")), RetryMaxInterval: strings.TrimSpace(c.FormValue("retry_policy.max_interval_seconds")),
-		NonRetryable: c.FormValue("retry_policy.non_retryable_error_types"), PauseAfterFailures: strings.TrimSpace(c.FormValue("pause_after_failures")),
+		NonRetryable: c.FormValue("retry_policy.non_retryable_error_types"),
 		TargetKind: strings.TrimSpace(c.FormValue("target.kind")), TargetURL: strings.TrimSpace(c.FormValue("target.url")),
 		TargetMethod: strings.TrimSpace(c.FormValue("target.method")), TargetTimeout: strings.TrimSpace(c.FormValue("target.timeout_seconds")),
 		TargetHeaders: c.FormValue("target.headers"), TargetBearer: c.FormValue("target.auth") == "bearer",
 		TargetSecret: c.FormValue("target.secret"), TargetClearSecret: c.FormValue("target.clear_secret") == "1",
+	}
+	for _, f := range scheduling.Fields {
+		if f.Console && f.HasText() {
+			v.Fields[f.Key] = c.FormValue(f.Key)
+		}
 	}
 	return parseScheduleForm(v)
 }
@@ -114,33 +106,14 @@ func parseScheduleForm(v views.ScheduleFormValues) *scheduleForm {
 	}
 	f.action.ExecutionTimeoutSeconds = f.optInt("execution_timeout_seconds", v.ExecutionTimeoutSeconds)
 	f.action.RunTimeoutSeconds = f.optInt("run_timeout_seconds", v.RunTimeoutSeconds)
-	f.overlap = v.OverlapPolicy
-	if f.overlap == "" {
-		f.overlap = scheduling.OverlapSkip
-	}
-	if j := f.optInt("jitter_seconds", v.JitterSeconds); j != nil {
-		f.jitter = int(max(min(*j, 1<<31), -1<<31)) // the service judges the range
-	}
-	f.maxRuns = f.optInt("max_runs", v.MaxRuns)
-	f.startDeadline = f.optInt("start_deadline_seconds", v.StartDeadlineSeconds)
-	if w := f.optInt("catchup_window_seconds", v.CatchupWindowSeconds); w != nil {
-		n := int(max(min(*w, 1<<31), -1<<31)) // the service judges the range
-		f.catchup = &n
-	}
-	if v.Connection != "" {
-		f.connection = &v.Connection
-	}
-	if v.Queue != "" {
-		f.queue = &v.Queue
-	}
-	f.labels = f.pairs("labels", v.Labels)
-	f.memo = f.pairs("memo", v.Memo)
-	f.note = v.Note
 	f.action.RetryPolicy = f.retryPolicy(v)
 	f.action.Target = f.target(v)
-	if n := f.optInt("pause_after_failures", v.PauseAfterFailures); n != nil {
-		p := int(max(min(*n, 1<<31), -1<<31)) // the service judges the range
-		f.pauseAfter = &p
+	var problems map[string][]string
+	f.fields, problems = scheduling.ParseTexts(v.Fields)
+	for key, msgs := range problems {
+		for _, msg := range msgs {
+			f.addErr(key, msg)
+		}
 	}
 	return f
 }
@@ -218,26 +191,11 @@ func (f *scheduleForm) optInt(field, raw string) *int64 {
 
 // pairs reads "key=value" lines.
 func (f *scheduleForm) pairs(field, raw string) map[string]string {
-	m := map[string]string{}
-	for _, l := range formLines(raw) {
-		k, val, ok := strings.Cut(l.text, "=")
-		k = strings.TrimSpace(k)
-		switch {
-		case !ok || k == "":
-			f.addErr(field, fmt.Sprintf("line %d: write key=value", l.n))
-			continue
-		case hasKey(m, k):
-			f.addErr(field, fmt.Sprintf("line %d: key %q appears twice", l.n, k))
-			continue
-		}
-		m[k] = strings.TrimSpace(val)
+	m, problems := scheduling.ParsePairLines(raw)
+	for _, msg := range problems {
+		f.addErr(field, msg)
 	}
 	return m
-}
-
-func hasKey(m map[string]string, k string) bool {
-	_, ok := m[k]
-	return ok
 }
 
 type formLine struct {
@@ -302,12 +260,8 @@ func parseIntervalLine(line string) (models.Interval, error) {
 }
 
 func (f *scheduleForm) createInput(namespace string) scheduling.CreateInput {
-	return scheduling.CreateInput{
-		Namespace: namespace, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action, OverlapPolicy: f.overlap,
-		JitterSeconds: f.jitter, MaxRuns: f.maxRuns, CatchupWindowSeconds: f.catchup, StartDeadlineSeconds: f.startDeadline,
-		Connection: f.connection, Queue: f.queue,
-		Labels: f.labels, Memo: f.memo, Note: f.note, Paused: f.values.Paused, PauseAfterFailures: f.pauseAfter,
-	}
+	return scheduling.CreateInput{Namespace: namespace, ScheduleID: f.values.ScheduleID, Spec: f.spec, Action: f.action,
+		Paused: f.values.Paused, Fields: f.fields}
 }
 
 // valuesOf is a schedule as the form shows it (edit prefill); the same
@@ -322,11 +276,7 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 		Timezone: s.Spec.Timezone, At: strings.Join(s.Spec.At, "\n"), StartAt: s.Spec.StartAt, EndAt: s.Spec.EndAt,
 		ExcludeCalendars: strings.Join(s.Spec.ExcludeCalendars, ", "), OnExcluded: s.Spec.OnExcluded, WorkflowType: s.Action.WorkflowType, WorkflowClass: s.Action.WorkflowClass,
 		Input: prettyValue(s.Action.Input), ExecutionTimeoutSeconds: int64Text(s.Action.ExecutionTimeoutSeconds),
-		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), OverlapPolicy: s.OverlapPolicy,
-		JitterSeconds: strconv.Itoa(s.JitterSeconds), MaxRuns: int64Text(s.MaxRuns),
-		CatchupWindowSeconds: intText(s.CatchupWindowSeconds), StartDeadlineSeconds: int64Text(s.StartDeadlineSeconds),
-		Connection: deref(s.Connection), Queue: deref(s.Queue),
-		Labels: pairLines(s.Labels), Memo: pairLines(s.Memo), Note: s.Note,
+		RunTimeoutSeconds: int64Text(s.Action.RunTimeoutSeconds), Fields: scheduling.TextsOf(s),
 	}
 	if p := s.Action.RetryPolicy; p != nil {
 		v.MaxAttempts, v.RetryInitial = intText(p.MaxAttempts), int64Text(p.InitialIntervalSeconds)
@@ -335,11 +285,10 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 			v.RetryCoefficient = strconv.FormatFloat(*p.BackoffCoefficient, 'f', -1, 64)
 		}
 	}
-	v.PauseAfterFailures = intText(s.PauseAfterFailures)
 	v.TargetKind = models.TargetWorker
 	if t := s.Action.Target; scheduling.IsHTTP(t) {
 		v.TargetKind, v.TargetURL, v.TargetMethod = t.Kind, t.URL, t.Method
-		v.TargetTimeout, v.TargetHeaders = strconv.Itoa(t.TimeoutSeconds), pairLines(t.Headers)
+		v.TargetTimeout, v.TargetHeaders = strconv.Itoa(t.TimeoutSeconds), scheduling.PairLines(t.Headers)
 		v.TargetBearer, v.TargetSecretSet = t.Auth == "bearer", t.SecretVersion > 0
 	}
 	if v.Timezone == "" {
@@ -348,10 +297,3 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 	return v
 }
 
-func pairLines(m map[string]string) string {
-	lines := make([]string, 0, len(m))
-	for _, kv := range sortedPairs(m) {
-		lines = append(lines, kv.Key+"="+kv.Value)
-	}
-	return strings.Join(lines, "\n")
-}

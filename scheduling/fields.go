@@ -33,7 +33,7 @@ var Fields = []Field{
 			if !validPolicy(p) {
 				v.Add("overlap_policy", policyMessage())
 			}
-		}, nil, func(p string) string { return p }).recordedApart(),
+		}, nil, func(p string) string { return p }).recordedApart().defaultsTo(`"` + OverlapSkip + `"`),
 	valueField("jitter_seconds", func(in *UpdateInput) **int { return &in.JitterSeconds },
 		func(s *models.Schedule) *int { return &s.JitterSeconds }, validateJitter, nil, strconv.Itoa).clearsTo("0"),
 	maxRunsField,
@@ -113,6 +113,10 @@ type CreateInput struct {
 	// StartDeadlineSeconds reports a run still pending that long after its
 	// occurrence (run_not_started); nil never does.
 	StartDeadlineSeconds *int64
+	// Fields sets definition fields as an update does, over the slots
+	// above: a definition read field by field through the table (a create
+	// document, DecodePatch; the console's form, ParseTexts).
+	Fields UpdateInput
 }
 
 // definition is in's fields as an update of every one of them (define
@@ -121,13 +125,15 @@ func (in CreateInput) definition() UpdateInput {
 	if in.OverlapPolicy == "" {
 		in.OverlapPolicy = OverlapSkip
 	}
-	return UpdateInput{Spec: &in.Spec, Action: &in.Action, OverlapPolicy: &in.OverlapPolicy,
+	def := UpdateInput{Spec: &in.Spec, Action: &in.Action, OverlapPolicy: &in.OverlapPolicy,
 		JitterSeconds: &in.JitterSeconds, MaxRuns: Nullable[int64]{Set: true, Value: in.MaxRuns},
 		Connection: Nullable[string]{Set: true, Value: in.Connection}, Queue: Nullable[string]{Set: true, Value: in.Queue},
 		Labels: &in.Labels, Memo: &in.Memo, SearchAttributes: &in.SearchAttributes, Note: &in.Note,
 		PauseAfterFailures:   Nullable[int]{Set: true, Value: in.PauseAfterFailures},
 		CatchupWindowSeconds: Nullable[int]{Set: true, Value: in.CatchupWindowSeconds},
 		StartDeadlineSeconds: Nullable[int64]{Set: true, Value: in.StartDeadlineSeconds}}
+	def.take(in.Fields)
+	return def
 }
 
 // Field is one top-level field of a schedule definition (see Fields).
@@ -148,17 +154,27 @@ type Field struct {
 	ClearJSON string
 
 	decode func(raw json.RawMessage, in *UpdateInput) error
-	// encode and load are the field as a version records it under
-	// "settings" (Settings), from and into a schedule; nil for spec,
-	// action and overlap_policy, which the events carry under keys of
-	// their own.
+	// encode and load are the field's JSON value (as the API shows it and
+	// a version records it under "settings"), from and into a schedule;
+	// nil for spec and action, whose wire shapes are apijson's.
 	encode func(s *models.Schedule) json.RawMessage
 	load   func(raw json.RawMessage, s *models.Schedule) error
-	given  func(in *UpdateInput) bool
-	copy   func(from *models.Schedule, in *UpdateInput)
-	check  func(u *applying)
-	apply  func(u *applying) bool
-	texts  func(s *models.Schedule, out map[string]string)
+	// apart marks a field the version events carry under a key of their
+	// own rather than in Settings (overlap_policy).
+	apart bool
+	// empty is the JSON value of a definition that leaves the field out:
+	// null for a nullable field, else its default.
+	empty json.RawMessage
+	// form is the field's text form (fieldtext.go): the console's input
+	// and the CLI's flag value. nil for spec and action, whose parts
+	// have inputs of their own.
+	form  *textForm
+	given func(in *UpdateInput) bool
+	take  func(from, to *UpdateInput)
+	copy  func(from *models.Schedule, in *UpdateInput)
+	check func(u *applying)
+	apply func(u *applying) bool
+	texts func(s *models.Schedule, out map[string]string)
 }
 
 // applying is one update in progress: the schedule, the input, the field
@@ -172,12 +188,21 @@ type applying struct {
 	cals     []*timespec.Calendar // what spec.exclude_calendars may name
 }
 
-func (f Field) clearsTo(value string) Field { f.ClearJSON = value; return f }
+func (f Field) clearsTo(value string) Field {
+	f.ClearJSON, f.empty = value, json.RawMessage(value)
+	return f
+}
 func (f Field) apiOnly() Field              { f.Console = false; return f }
 
 // recordedApart leaves a field out of Settings: the version events carry
 // it under its own key.
-func (f Field) recordedApart() Field { f.encode, f.load = nil, nil; return f }
+func (f Field) recordedApart() Field { f.apart = true; return f }
+
+// defaultsTo is the value a definition that leaves the field out has.
+func (f Field) defaultsTo(value string) Field { f.empty = json.RawMessage(value); return f }
+
+// recorded reports whether versions record the field under "settings".
+func (f Field) recorded() bool { return f.encode != nil && !f.apart }
 
 // mustJSON encodes a field's value: ints, strings and string maps, which
 // encoding/json cannot fail on.
@@ -328,7 +353,13 @@ func valueField[T any](key string, slot func(*UpdateInput) **T, at func(*models.
 			*at(s) = norm(v)
 			return nil
 		},
+		form:  textFormOf[T](),
 		given: func(in *UpdateInput) bool { return *slot(in) != nil },
+		take: func(from, to *UpdateInput) {
+			if p := *slot(from); p != nil {
+				*slot(to) = p
+			}
+		},
 		copy: func(from *models.Schedule, in *UpdateInput) {
 			v := *at(from)
 			*slot(in) = &v
@@ -372,7 +403,14 @@ func nullableField[T any](key string, slot func(*UpdateInput) *Nullable[T], at f
 			*at(s) = v
 			return nil
 		},
+		empty: json.RawMessage("null"),
+		form:  textFormOf[T](),
 		given: func(in *UpdateInput) bool { return slot(in).Set },
+		take: func(from, to *UpdateInput) {
+			if n := *slot(from); n.Set {
+				*slot(to) = n
+			}
+		},
 		copy: func(from *models.Schedule, in *UpdateInput) {
 			*slot(in) = Nullable[T]{Set: true, Value: *at(from)}
 		},
@@ -434,6 +472,11 @@ var maxRunsField = func() Field {
 var specField = Field{Key: "spec", Parts: []string{"cron_expressions", "intervals", "timezone", "start_at", "end_at", "at", "exclude_calendars", "on_excluded"}, Console: true,
 	decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, &in.Spec) },
 	given:  func(in *UpdateInput) bool { return in.Spec != nil },
+	take: func(from, to *UpdateInput) {
+		if from.Spec != nil {
+			to.Spec = from.Spec
+		}
+	},
 	copy: func(from *models.Schedule, in *UpdateInput) {
 		spec := from.Spec
 		in.Spec = &spec
@@ -483,6 +526,11 @@ var actionField = Field{Key: "action", Console: true,
 	Parts:  []string{"workflow_type", "workflow_class", "input", "execution_timeout_seconds", "run_timeout_seconds", "retry_policy", "target"},
 	decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, &in.Action) },
 	given:  func(in *UpdateInput) bool { return in.Action != nil },
+	take: func(from, to *UpdateInput) {
+		if from.Action != nil {
+			to.Action = from.Action
+		}
+	},
 	copy: func(from *models.Schedule, in *UpdateInput) {
 		action := from.Action
 		in.Action = &action

@@ -32,7 +32,7 @@ type Settings map[string]json.RawMessage
 var SettingFields = func() []string {
 	var out []string
 	for _, f := range Fields {
-		if f.encode != nil {
+		if f.recorded() {
 			out = append(out, f.Key)
 		}
 	}
@@ -43,7 +43,7 @@ var SettingFields = func() []string {
 func settingsOf(s *models.Schedule) *Settings {
 	st := make(Settings, len(SettingFields))
 	for _, f := range Fields {
-		if f.encode != nil {
+		if f.recorded() {
 			st[f.Key] = f.encode(s)
 		}
 	}
@@ -53,7 +53,7 @@ func settingsOf(s *models.Schedule) *Settings {
 // applyTo sets the settings st holds on s.
 func (st Settings) applyTo(s *models.Schedule) error {
 	for _, f := range Fields {
-		if raw, ok := st[f.Key]; ok && f.load != nil {
+		if raw, ok := st[f.Key]; ok && f.recorded() {
 			if err := f.load(raw, s); err != nil {
 				return fmt.Errorf("decode setting %s: %w", f.Key, err)
 			}

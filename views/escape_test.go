@@ -25,7 +25,7 @@ func TestUserTextIsEscaped(t *testing.T) {
 	detail := sampleDetail()
 	detail.ScheduleID, detail.Note, detail.Labels, detail.Memo = evil, evil, []KV{{evil, evil}}, []KV{{"k", evil}}
 	form := sampleForm()
-	form.Values.Note, form.Values.Labels, form.Values.Input, form.Values.ScheduleID = evil, "team="+evil, evil, evil
+	form.Values.Fields["note"], form.Values.Fields["labels"], form.Values.Input, form.Values.ScheduleID = evil, "team="+evil, evil, evil
 	form.Errors = map[string]string{"note": evil, evil: evil}
 	history := HistoryView{ScheduleID: evil, Events: []HistoryEventView{{
 		Sequence: 1, EventType: evil, Actor: evil, Summary: evil, Payload: `{"note": "` + evil + `"}`,

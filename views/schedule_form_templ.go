@@ -58,24 +58,17 @@ type ScheduleFormValues struct {
 	Input                   string
 	ExecutionTimeoutSeconds string
 	RunTimeoutSeconds       string
-	OverlapPolicy           string
-	JitterSeconds           string
-	MaxRuns                 string
-	CatchupWindowSeconds    string // "" = Part I's rule (fire the overdue occurrence once)
-	StartDeadlineSeconds    string // "" = never report run_not_started
-	Connection              string
-	Queue                   string
-	Labels                  string
-	Memo                    string
-	Note                    string
 	Paused                  bool
+	// Fields are the inputs of the field table's fields with a text form
+	// (scheduling.Fields: overlap_policy, jitter_seconds, max_runs,
+	// pause_after_failures, …), by key, as typed.
+	Fields map[string]string
 	// The retry policy (empty: runs once) and pause on failure.
-	MaxAttempts        string
-	RetryInitial       string
-	RetryCoefficient   string
-	RetryMaxInterval   string
-	NonRetryable       string // one error type per line
-	PauseAfterFailures string
+	MaxAttempts      string
+	RetryInitial     string
+	RetryCoefficient string
+	RetryMaxInterval string
+	NonRetryable     string // one error type per line
 	// The target (CONTRACT §15): "worker" (or "") or "http" with its
 	// fields. TargetSecret is write-only: read from the form, never
 	// rendered back; TargetSecretSet says one is stored.
@@ -269,7 +262,7 @@ func formField(name, label, hint string, errs map[string]string) templ.Component
 			var templ_7745c5c3_Var4 string
 			templ_7745c5c3_Var4, templ_7745c5c3_Err = templruntime.NewAttributeExpression(name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 217, Col: 80}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 210, Col: 80}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var4)
 			if templ_7745c5c3_Err != nil {
@@ -282,7 +275,7 @@ func formField(name, label, hint string, errs map[string]string) templ.Component
 			var templ_7745c5c3_Var5 string
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templruntime.NewAttributeExpression("field-" + name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 217, Col: 112}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 210, Col: 112}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var5)
 			if templ_7745c5c3_Err != nil {
@@ -309,7 +302,7 @@ func formField(name, label, hint string, errs map[string]string) templ.Component
 		var templ_7745c5c3_Var6 string
 		templ_7745c5c3_Var6, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fieldID(name)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 218, Col: 28}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 211, Col: 28}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var6)
 		if templ_7745c5c3_Err != nil {
@@ -322,7 +315,7 @@ func formField(name, label, hint string, errs map[string]string) templ.Component
 		var templ_7745c5c3_Var7 string
 		templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(label)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 218, Col: 38}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 211, Col: 38}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 		if templ_7745c5c3_Err != nil {
@@ -344,7 +337,7 @@ func formField(name, label, hint string, errs map[string]string) templ.Component
 			var templ_7745c5c3_Var8 string
 			templ_7745c5c3_Var8, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fieldID(name) + "-hint").Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 221, Col: 49}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 214, Col: 49}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var8)
 			if templ_7745c5c3_Err != nil {
@@ -357,7 +350,7 @@ func formField(name, label, hint string, errs map[string]string) templ.Component
 			var templ_7745c5c3_Var9 string
 			templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(hint)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 221, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 214, Col: 58}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 			if templ_7745c5c3_Err != nil {
@@ -418,7 +411,7 @@ func inputError(name, msg string, oob bool) templ.Component {
 		var templ_7745c5c3_Var11 string
 		templ_7745c5c3_Var11, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fieldID(name) + "-error").Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 238, Col: 31}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 231, Col: 31}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var11)
 		if templ_7745c5c3_Err != nil {
@@ -436,7 +429,7 @@ func inputError(name, msg string, oob bool) templ.Component {
 			var templ_7745c5c3_Var12 string
 			templ_7745c5c3_Var12, templ_7745c5c3_Err = templruntime.NewAttributeExpression(name).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 241, Col: 20}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 234, Col: 20}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var12)
 			if templ_7745c5c3_Err != nil {
@@ -475,7 +468,7 @@ func inputError(name, msg string, oob bool) templ.Component {
 				var templ_7745c5c3_Var13 string
 				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(l)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 252, Col: 12}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 245, Col: 12}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 				if templ_7745c5c3_Err != nil {
@@ -494,7 +487,7 @@ func inputError(name, msg string, oob bool) templ.Component {
 			var templ_7745c5c3_Var14 string
 			templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 256, Col: 8}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 249, Col: 8}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 			if templ_7745c5c3_Err != nil {
@@ -549,7 +542,7 @@ func textInput(name, label, hint, value string, errs map[string]string) templ.Co
 				var templ_7745c5c3_Var17 string
 				templ_7745c5c3_Var17, templ_7745c5c3_Err = templruntime.NewAttributeExpression(value).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 263, Col: 34}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 256, Col: 34}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var17)
 				if templ_7745c5c3_Err != nil {
@@ -627,7 +620,7 @@ func numberInput(name, label, hint, value, min, max string, errs map[string]stri
 				var templ_7745c5c3_Var20 string
 				templ_7745c5c3_Var20, templ_7745c5c3_Err = templruntime.NewAttributeExpression(value).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 271, Col: 16}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 264, Col: 16}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var20)
 				if templ_7745c5c3_Err != nil {
@@ -645,7 +638,7 @@ func numberInput(name, label, hint, value, min, max string, errs map[string]stri
 					var templ_7745c5c3_Var21 string
 					templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression(min).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 273, Col: 13}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 266, Col: 13}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var21)
 					if templ_7745c5c3_Err != nil {
@@ -664,7 +657,7 @@ func numberInput(name, label, hint, value, min, max string, errs map[string]stri
 					var templ_7745c5c3_Var22 string
 					templ_7745c5c3_Var22, templ_7745c5c3_Err = templruntime.NewAttributeExpression(max).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 276, Col: 13}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 269, Col: 13}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var22)
 					if templ_7745c5c3_Err != nil {
@@ -761,7 +754,7 @@ func textArea(name, label, hint, value string, errs map[string]string) templ.Com
 			var templ_7745c5c3_Var25 string
 			templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(value)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 285, Col: 83}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 278, Col: 83}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 			if templ_7745c5c3_Err != nil {
@@ -823,7 +816,7 @@ func ScheduleFormPage(l LayoutView, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var28 string
 				templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(v.Values.ScheduleID)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 294, Col: 53}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 287, Col: 53}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 				if templ_7745c5c3_Err != nil {
@@ -882,7 +875,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		var templ_7745c5c3_Var30 string
 		templ_7745c5c3_Var30, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Action).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 307, Col: 38}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 300, Col: 38}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var30)
 		if templ_7745c5c3_Err != nil {
@@ -927,7 +920,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var32 string
 				templ_7745c5c3_Var32, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Values.ScheduleID).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 315, Col: 52}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 308, Col: 52}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var32)
 				if templ_7745c5c3_Err != nil {
@@ -1010,7 +1003,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var34 string
 				templ_7745c5c3_Var34, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Values.Timezone).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 325, Col: 67}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 318, Col: 67}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var34)
 				if templ_7745c5c3_Err != nil {
@@ -1046,7 +1039,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var35 string
 				templ_7745c5c3_Var35, templ_7745c5c3_Err = templruntime.NewAttributeExpression(tz).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 328, Col: 26}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 321, Col: 26}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var35)
 				if templ_7745c5c3_Err != nil {
@@ -1112,7 +1105,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var37 string
 				templ_7745c5c3_Var37, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Values.StartAt).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 340, Col: 51}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 333, Col: 51}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var37)
 				if templ_7745c5c3_Err != nil {
@@ -1169,7 +1162,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var39 string
 				templ_7745c5c3_Var39, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Values.EndAt).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 343, Col: 49}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 336, Col: 49}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var39)
 				if templ_7745c5c3_Err != nil {
@@ -1230,7 +1223,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var41 string
 				templ_7745c5c3_Var41, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Values.ExcludeCalendars).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 349, Col: 59}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 342, Col: 59}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var41)
 				if templ_7745c5c3_Err != nil {
@@ -1578,7 +1571,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 			var templ_7745c5c3_Var46 string
 			templ_7745c5c3_Var46, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fieldID("target.clear_secret")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 400, Col: 67}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 393, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var46)
 			if templ_7745c5c3_Err != nil {
@@ -1642,7 +1635,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		var templ_7745c5c3_Var49 string
 		templ_7745c5c3_Var49, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fieldID("target.auth")).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 407, Col: 58}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 400, Col: 58}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var49)
 		if templ_7745c5c3_Err != nil {
@@ -1665,7 +1658,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		var templ_7745c5c3_Var50 string
 		templ_7745c5c3_Var50, templ_7745c5c3_Err = templ.JoinStringErrs(fieldLabel("target.auth"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 408, Col: 35}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 401, Col: 35}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var50))
 		if templ_7745c5c3_Err != nil {
@@ -1683,7 +1676,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 			var templ_7745c5c3_Var51 string
 			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 411, Col: 89}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 404, Col: 89}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
 			if templ_7745c5c3_Err != nil {
@@ -1726,11 +1719,11 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = numberInput("pause_after_failures", fieldLabel("pause_after_failures"), "1–100 consecutive failed runs; empty = never.", v.Values.PauseAfterFailures, "1", "100", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = numberInput("pause_after_failures", fieldLabel("pause_after_failures"), "1–100 consecutive failed runs; empty = never.", v.Values.Fields["pause_after_failures"], "1", "100", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = numberInput("start_deadline_seconds", fieldLabel("start_deadline_seconds"), "Notify run_not_started when a run is still waiting for a worker this long after its occurrence; empty = never.", v.Values.StartDeadlineSeconds, "1", "604800", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = numberInput("start_deadline_seconds", fieldLabel("start_deadline_seconds"), "Notify run_not_started when a run is still waiting for a worker this long after its occurrence; empty = never.", v.Values.Fields["start_deadline_seconds"], "1", "604800", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1784,7 +1777,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var53 string
 				templ_7745c5c3_Var53, templ_7745c5c3_Err = templruntime.NewAttributeExpression(p).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 436, Col: 26}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 429, Col: 26}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var53)
 				if templ_7745c5c3_Err != nil {
@@ -1794,7 +1787,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if p == v.Values.OverlapPolicy || (v.Values.OverlapPolicy == "" && p == "skip") {
+				if p == v.Values.Fields["overlap_policy"] || (v.Values.Fields["overlap_policy"] == "" && p == "skip") {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 123, " selected")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -1807,7 +1800,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var54 string
 				templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(p)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 436, Col: 123}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 429, Col: 145}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 				if templ_7745c5c3_Err != nil {
@@ -1828,23 +1821,23 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = numberInput("jitter_seconds", fieldLabel("jitter_seconds"), "0–3600: a random delay added to each fire.", v.Values.JitterSeconds, "0", "3600", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = numberInput("jitter_seconds", fieldLabel("jitter_seconds"), "0–3600: a random delay added to each fire.", v.Values.Fields["jitter_seconds"], "0", "3600", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = numberInput("max_runs", fieldLabel("max_runs"), "Empty = unlimited.", v.Values.MaxRuns, "1", "", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = numberInput("max_runs", fieldLabel("max_runs"), "Empty = unlimited.", v.Values.Fields["max_runs"], "1", "", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = numberInput("catchup_window_seconds", fieldLabel("catchup_window_seconds"), "After downtime, fire the occurrences of this many last seconds in order (up to 604800). Empty = fire the overdue one once.", v.Values.CatchupWindowSeconds, "1", "604800", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = numberInput("catchup_window_seconds", fieldLabel("catchup_window_seconds"), "After downtime, fire the occurrences of this many last seconds in order (up to 604800). Empty = fire the overdue one once.", v.Values.Fields["catchup_window_seconds"], "1", "604800", v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = textInput("connection", fieldLabel("connection"), "Optional routing override.", v.Values.Connection, v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = textInput("connection", fieldLabel("connection"), "Optional routing override.", v.Values.Fields["connection"], v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = textInput("queue", fieldLabel("queue"), "Optional routing override.", v.Values.Queue, v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = textInput("queue", fieldLabel("queue"), "Optional routing override.", v.Values.Fields["queue"], v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1852,11 +1845,11 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = textArea("labels", fieldLabel("labels"), "key=value, one per line.", v.Values.Labels, v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = textArea("labels", fieldLabel("labels"), "key=value, one per line.", v.Values.Fields["labels"], v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = textArea("memo", fieldLabel("memo"), "key=value, one per line.", v.Values.Memo, v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = textArea("memo", fieldLabel("memo"), "key=value, one per line.", v.Values.Fields["memo"], v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1864,7 +1857,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = textInput("note", fieldLabel("note"), "", v.Values.Note, v.Errors).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = textInput("note", fieldLabel("note"), "", v.Values.Fields["note"], v.Errors).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1912,7 +1905,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 			var templ_7745c5c3_Var57 string
 			templ_7745c5c3_Var57, templ_7745c5c3_Err = templruntime.NewAttributeExpression(fieldID("paused")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 457, Col: 53}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 450, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var57)
 			if templ_7745c5c3_Err != nil {
@@ -1935,7 +1928,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 			var templ_7745c5c3_Var58 string
 			templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(fieldLabel("paused"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 458, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 451, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var58))
 			if templ_7745c5c3_Err != nil {
@@ -1953,7 +1946,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 				var templ_7745c5c3_Var59 string
 				templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 461, Col: 84}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 454, Col: 84}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 				if templ_7745c5c3_Err != nil {
@@ -2004,7 +1997,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 			var templ_7745c5c3_Var60 string
 			templ_7745c5c3_Var60, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.CancelURL).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 476, Col: 27}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 469, Col: 27}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var60)
 			if templ_7745c5c3_Err != nil {
@@ -2027,7 +2020,7 @@ func ScheduleForm(csrf string, v ScheduleFormView) templ.Component {
 			var templ_7745c5c3_Var61 string
 			templ_7745c5c3_Var61, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.PreviewURL).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 488, Col: 27}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 481, Col: 27}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var61)
 			if templ_7745c5c3_Err != nil {
@@ -2090,7 +2083,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 				var templ_7745c5c3_Var63 string
 				templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(plural(n, "problem", "problems"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 513, Col: 39}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 506, Col: 39}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 				if templ_7745c5c3_Err != nil {
@@ -2118,7 +2111,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 				var templ_7745c5c3_Var64 string
 				templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(msg)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 519, Col: 37}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 512, Col: 37}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 				if templ_7745c5c3_Err != nil {
@@ -2143,7 +2136,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 						var templ_7745c5c3_Var65 string
 						templ_7745c5c3_Var65, templ_7745c5c3_Err = templruntime.NewAttributeExpression(it.Field).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 526, Col: 64}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 519, Col: 64}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var65)
 						if templ_7745c5c3_Err != nil {
@@ -2156,7 +2149,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 						var templ_7745c5c3_Var66 string
 						templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(it.Label)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 526, Col: 77}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 519, Col: 77}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 						if templ_7745c5c3_Err != nil {
@@ -2169,7 +2162,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 						var templ_7745c5c3_Var67 string
 						templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(it.Message)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 526, Col: 93}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 519, Col: 93}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 						if templ_7745c5c3_Err != nil {
@@ -2187,7 +2180,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 						var templ_7745c5c3_Var68 string
 						templ_7745c5c3_Var68, templ_7745c5c3_Err = templruntime.NewAttributeExpression(it.Field).Resolve(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 528, Col: 65}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 521, Col: 65}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var68)
 						if templ_7745c5c3_Err != nil {
@@ -2200,7 +2193,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 						var templ_7745c5c3_Var69 string
 						templ_7745c5c3_Var69, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("#" + fieldID(it.Field))).ResolveURL(ctx)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 529, Col: 56}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 522, Col: 56}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var69)
 						if templ_7745c5c3_Err != nil {
@@ -2213,7 +2206,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 						var templ_7745c5c3_Var70 string
 						templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(it.Label)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 529, Col: 102}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 522, Col: 102}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 						if templ_7745c5c3_Err != nil {
@@ -2236,7 +2229,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 								var templ_7745c5c3_Var71 string
 								templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs(l)
 								if templ_7745c5c3_Err != nil {
-									return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 533, Col: 18}
+									return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 526, Col: 18}
 								}
 								_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 								if templ_7745c5c3_Err != nil {
@@ -2259,7 +2252,7 @@ func formErrorSummary(errs map[string]string) templ.Component {
 							var templ_7745c5c3_Var72 string
 							templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs(it.Message)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 537, Col: 23}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 530, Col: 23}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 							if templ_7745c5c3_Err != nil {
@@ -2329,7 +2322,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 				var templ_7745c5c3_Var74 string
 				templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(p.Error)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 563, Col: 17}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 556, Col: 17}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 				if templ_7745c5c3_Err != nil {
@@ -2353,7 +2346,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 					var templ_7745c5c3_Var75 string
 					templ_7745c5c3_Var75, templ_7745c5c3_Err = templruntime.NewAttributeExpression(e.Key).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 569, Col: 29}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 562, Col: 29}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var75)
 					if templ_7745c5c3_Err != nil {
@@ -2366,7 +2359,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 					var templ_7745c5c3_Var76 string
 					templ_7745c5c3_Var76, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("#" + fieldID(e.Key))).ResolveURL(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 570, Col: 53}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 563, Col: 53}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var76)
 					if templ_7745c5c3_Err != nil {
@@ -2379,7 +2372,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 					var templ_7745c5c3_Var77 string
 					templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(fieldLabel(e.Key))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 570, Col: 75}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 563, Col: 75}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 					if templ_7745c5c3_Err != nil {
@@ -2392,7 +2385,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 					var templ_7745c5c3_Var78 string
 					templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(messageLines(e.Value), "; "))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 570, Col: 126}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 563, Col: 126}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 					if templ_7745c5c3_Err != nil {
@@ -2425,7 +2418,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 			var templ_7745c5c3_Var79 string
 			templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(p.Description)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 580, Col: 27}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 573, Col: 27}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 			if templ_7745c5c3_Err != nil {
@@ -2443,7 +2436,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 				var templ_7745c5c3_Var80 string
 				templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(p.Timezone)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 582, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 575, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var80))
 				if templ_7745c5c3_Err != nil {
@@ -2485,7 +2478,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 						var templ_7745c5c3_Var81 string
 						templ_7745c5c3_Var81, templ_7745c5c3_Err = templ.JoinStringErrs(p.FireNotes[i])
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 593, Col: 84}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 586, Col: 84}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var81))
 						if templ_7745c5c3_Err != nil {
@@ -2523,7 +2516,7 @@ func SpecPreview(p SpecPreviewView) templ.Component {
 					var templ_7745c5c3_Var82 string
 					templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(n)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 602, Col: 49}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/schedule_form.templ`, Line: 595, Col: 49}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 					if templ_7745c5c3_Err != nil {

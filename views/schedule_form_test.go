@@ -14,7 +14,7 @@ func sampleForm() ScheduleFormView {
 		Values: ScheduleFormValues{
 			ScheduleID: "nightly", CronExpressions: "0 2 * * *\n30 14 * * 1-5", Intervals: "PT1H PT5M",
 			Timezone: "America/New_York", WorkflowType: "reports.Nightly", Input: `{"full": true}`,
-			OverlapPolicy: "buffer_one", JitterSeconds: "30", Labels: "team=billing", Note: "owned by billing",
+			Fields: map[string]string{"overlap_policy": "buffer_one", "jitter_seconds": "30", "labels": "team=billing", "note": "owned by billing"},
 		},
 		Zones: []string{"UTC", "America/New_York", "Europe/Berlin"},
 	}
