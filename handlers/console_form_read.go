@@ -25,11 +25,11 @@ type scheduleForm struct {
 	values views.ScheduleFormValues
 	errs   map[string]string
 
-	spec          models.Spec
-	cronLines     []int // the form line of each cron expression, for messages
-	ivLines       []int // the form line of each interval
-	atLines       []int // the form line of each at time
-	action        models.Action
+	spec      models.Spec
+	cronLines []int // the form line of each cron expression, for messages
+	ivLines   []int // the form line of each interval
+	atLines   []int // the form line of each at time
+	action    models.Action
 	// fields are the field table's fields with a text form, read from
 	// their inputs (scheduling.ParseTexts).
 	fields scheduling.UpdateInput
@@ -48,7 +48,7 @@ func readScheduleForm(c echo.Context) *scheduleForm {
 		MaxAttempts: strings.TrimSpace(c.FormValue("retry_policy.max_attempts")), RetryInitial: strings.TrimSpace(c.FormValue("retry_policy.initial_interval_seconds")),
 		RetryCoefficient: strings.TrimSpace(c.FormValue("retry_policy.backoff_coefficient")), RetryMaxInterval: strings.TrimSpace(c.FormValue("retry_policy.max_interval_seconds")),
 		NonRetryable: c.FormValue("retry_policy.non_retryable_error_types"),
-		TargetKind: strings.TrimSpace(c.FormValue("target.kind")), TargetURL: strings.TrimSpace(c.FormValue("target.url")),
+		TargetKind:   strings.TrimSpace(c.FormValue("target.kind")), TargetURL: strings.TrimSpace(c.FormValue("target.url")),
 		TargetMethod: strings.TrimSpace(c.FormValue("target.method")), TargetTimeout: strings.TrimSpace(c.FormValue("target.timeout_seconds")),
 		TargetHeaders: c.FormValue("target.headers"), TargetBearer: c.FormValue("target.auth") == "bearer",
 		TargetSecret: c.FormValue("target.secret"), TargetClearSecret: c.FormValue("target.clear_secret") == "1",
@@ -296,4 +296,3 @@ func valuesOf(s *models.Schedule) views.ScheduleFormValues {
 	}
 	return v
 }
-

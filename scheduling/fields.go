@@ -192,7 +192,7 @@ func (f Field) clearsTo(value string) Field {
 	f.ClearJSON, f.empty = value, json.RawMessage(value)
 	return f
 }
-func (f Field) apiOnly() Field              { f.Console = false; return f }
+func (f Field) apiOnly() Field { f.Console = false; return f }
 
 // recordedApart leaves a field out of Settings: the version events carry
 // it under its own key.
