@@ -130,10 +130,8 @@ type Schedule struct {
 func FromSchedule(s *models.Schedule) Schedule {
 	out := Schedule{
 		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Spec: SpecOf(s.Spec), Action: ActionOf(s.Action),
-		OverlapPolicy: s.OverlapPolicy, JitterSeconds: s.JitterSeconds, MaxRuns: s.MaxRuns, RemainingActions: s.RemainingActions,
-		Connection: s.Connection, Queue: s.Queue, Labels: s.Labels, Memo: s.Memo, SearchAttributes: s.SearchAttributes,
-		Note: s.Note, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
-		PauseAfterFailures: s.PauseAfterFailures, CatchupWindowSeconds: s.CatchupWindowSeconds, StartDeadlineSeconds: s.StartDeadlineSeconds, ConsecutiveFailures: s.Health.ConsecutiveFailures,
+		RemainingActions: s.RemainingActions, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
+		ConsecutiveFailures: s.Health.ConsecutiveFailures,
 		Health: s.HealthState, FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt), Ended: s.Ended(),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
@@ -142,6 +140,7 @@ func FromSchedule(s *models.Schedule) Schedule {
 		CreatedAt: At(s.CreatedAt), UpdatedAt: At(s.UpdatedAt),
 		BufferedActions: []BufferedAction{}, RecentActions: []RecentAction{},
 	}
+	setFields(&out, s) // overlap_policy, jitter_seconds, max_runs… (fields.go)
 	for _, b := range s.BufferedActions {
 		out.BufferedActions = append(out.BufferedActions, BufferedAction{InstanceID: b.InstanceID, OccurrenceTime: At(b.OccurrenceTime), Kind: b.Kind, BufferedAt: At(b.BufferedAt)})
 	}
@@ -492,8 +491,9 @@ type CreateSchedule struct {
 }
 
 // Input is the service's form of a create body in namespace: the one
-// translation the API and the CLI's direct mode share.
-func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
+// translation the API and the CLI's direct mode share. The field table's
+// fields are read from the body as it is sent (fieldsOf).
+func (c CreateSchedule) Input(namespace string) (scheduling.CreateInput, error) {
 	var spec models.Spec
 	if c.Spec != nil {
 		spec = c.Spec.Model()
@@ -501,11 +501,12 @@ func (c CreateSchedule) Input(namespace string) scheduling.CreateInput {
 	if c.Cron != "" {
 		spec.CronExpressions = append([]string{c.Cron}, spec.CronExpressions...)
 	}
+	fields, err := fieldsOf(c)
+	if err != nil {
+		return scheduling.CreateInput{}, fmt.Errorf("read the create body's fields: %w", err)
+	}
 	return scheduling.CreateInput{Namespace: namespace, ScheduleID: c.ScheduleID, Spec: spec, Action: c.Action.Model(),
-		OverlapPolicy: c.OverlapPolicy, JitterSeconds: c.JitterSeconds, MaxRuns: c.MaxRuns, Connection: c.Connection,
-		Queue: c.Queue, Labels: c.Labels, Memo: c.Memo, SearchAttributes: c.SearchAttributes, Note: c.Note, Paused: c.Paused,
-		PauseAfterFailures: c.PauseAfterFailures, CatchupWindowSeconds: c.CatchupWindowSeconds,
-		StartDeadlineSeconds: c.StartDeadlineSeconds}
+		Paused: c.Paused, Fields: fields}, nil
 }
 
 // NullableFields are the PATCH fields that an explicit null clears (the
@@ -574,11 +575,10 @@ func (p SchedulePatch) Input() (scheduling.UpdateInput, error) {
 	return scheduling.DecodePatch(raw)
 }
 
-// Empty reports whether the patch changes nothing.
+// Empty reports whether the patch changes nothing: its body is {}.
 func (p SchedulePatch) Empty() bool {
-	return p.Spec == nil && p.Action == nil && p.OverlapPolicy == nil && p.JitterSeconds == nil && p.MaxRuns == nil &&
-		p.Connection == nil && p.Queue == nil && p.Labels == nil && p.Memo == nil && p.SearchAttributes == nil &&
-		p.Note == nil && p.PauseAfterFailures == nil && p.CatchupWindowSeconds == nil && p.StartDeadlineSeconds == nil && len(p.Clear) == 0 && len(p.Set) == 0
+	body, err := json.Marshal(p)
+	return err == nil && string(body) == "{}"
 }
 
 // FieldChange is one field an update changes, in display spelling.

@@ -646,34 +646,25 @@ func fullPatch(req apijson.CreateSchedule) apijson.SchedulePatch {
 	if req.Cron != "" {
 		spec.CronExpressions = append([]string{req.Cron}, spec.CronExpressions...)
 	}
-	overlap := req.OverlapPolicy
-	if overlap == "" {
-		overlap = "skip"
-	}
 	action := req.Action
-	p := apijson.SchedulePatch{Spec: &spec, Action: &action, OverlapPolicy: &overlap, JitterSeconds: &req.JitterSeconds,
-		MaxRuns: req.MaxRuns, Connection: req.Connection, Queue: req.Queue,
-		Labels: ptrMap(req.Labels), Memo: ptrMap(req.Memo), SearchAttributes: ptrMap(req.SearchAttributes), Note: &req.Note,
-		PauseAfterFailures: req.PauseAfterFailures, CatchupWindowSeconds: req.CatchupWindowSeconds, StartDeadlineSeconds: req.StartDeadlineSeconds}
-	// Every nullable field of the table the file leaves out goes back to
-	// null; which ones the patch sets is read from its own body.
-	set := map[string]json.RawMessage{}
-	if body, err := json.Marshal(p); err == nil {
-		_ = json.Unmarshal(body, &set)
+	p := apijson.SchedulePatch{Spec: &spec, Action: &action, Set: map[string]json.RawMessage{}}
+	// Every other field of the table, as the document's body has it (the
+	// body, not the members, tells a field left out from one given as 0).
+	given := map[string]json.RawMessage{}
+	if body, err := json.Marshal(req); err == nil {
+		_ = json.Unmarshal(body, &given)
 	}
-	for _, key := range apijson.NullableFields {
-		if _, ok := set[key]; !ok {
-			p.Clear = append(p.Clear, key)
+	for _, f := range scheduling.Fields {
+		if !f.Simple() {
+			continue
 		}
+		value, ok := given[f.Key]
+		if !ok {
+			value = f.Empty()
+		}
+		p.Set[f.Key] = value
 	}
 	return p
-}
-
-func ptrMap(m map[string]string) *map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	return &m
 }
 
 // planWithFileCalendars plans a schedule that lists a calendar apply

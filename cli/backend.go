@@ -140,7 +140,11 @@ func (d *direct) ListSchedules(ctx context.Context, opts client.ListSchedulesOpt
 }
 
 func (d *direct) CreateSchedule(ctx context.Context, req apijson.CreateSchedule) (*apijson.Schedule, error) {
-	sch, err := d.a.service.Create(ctx, req.Input(d.ns), d.cc)
+	in, err := req.Input(d.ns)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := d.a.service.Create(ctx, in, d.cc)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +152,11 @@ func (d *direct) CreateSchedule(ctx context.Context, req apijson.CreateSchedule)
 }
 
 func (d *direct) PlanCreateSchedule(ctx context.Context, req apijson.CreateSchedule) (*apijson.Schedule, error) {
-	sch, err := d.a.service.PlanCreate(ctx, req.Input(d.ns))
+	in, err := req.Input(d.ns)
+	if err != nil {
+		return nil, err
+	}
+	sch, err := d.a.service.PlanCreate(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,10 @@ func (h *API) CreateSchedule(c echo.Context) error {
 	if err := decodeJSON(c, &req, false); err != nil {
 		return err
 	}
-	in := req.Input(ns)
+	in, err := req.Input(ns)
+	if err != nil {
+		return err
+	}
 	if dry {
 		sch, err := h.Service.PlanCreate(c.Request().Context(), in)
 		if err != nil {

@@ -159,6 +159,9 @@ type Field struct {
 	// nil for spec and action, whose wire shapes are apijson's.
 	encode func(s *models.Schedule) json.RawMessage
 	load   func(raw json.RawMessage, s *models.Schedule) error
+	// value is the field's value on a schedule, as its Go type (the
+	// wire's typed members take it as it is; see apijson.FromSchedule).
+	value func(s *models.Schedule) any
 	// apart marks a field the version events carry under a key of their
 	// own rather than in Settings (overlap_policy).
 	apart bool
@@ -213,6 +216,18 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return raw
 }
+
+// Simple reports whether the field is one value of its own (all but spec
+// and action, whose wire shapes are objects of their own).
+func (f Field) Simple() bool { return f.value != nil }
+
+// Empty is the field's value in a definition that leaves it out: null
+// for a nullable field, else its default.
+func (f Field) Empty() json.RawMessage { return f.empty }
+
+// Value is the field's value on s, as the field's Go type (*int, string,
+// map[string]string…).
+func (f Field) Value(s *models.Schedule) any { return f.value(s) }
 
 // FieldByKey returns the field of key.
 func FieldByKey(key string) (Field, bool) {
@@ -345,6 +360,7 @@ func valueField[T any](key string, slot func(*UpdateInput) **T, at func(*models.
 	return Field{Key: key, Parts: []string{key}, Console: true,
 		decode: func(raw json.RawMessage, in *UpdateInput) error { return strictJSON(raw, slot(in)) },
 		encode: func(s *models.Schedule) json.RawMessage { return mustJSON(norm(*at(s))) },
+		value:  func(s *models.Schedule) any { return *at(s) },
 		load: func(raw json.RawMessage, s *models.Schedule) error {
 			var v T
 			if err := json.Unmarshal(raw, &v); err != nil {
@@ -395,6 +411,7 @@ func nullableField[T any](key string, slot func(*UpdateInput) *Nullable[T], at f
 			return strictJSON(raw, &n.Value)
 		},
 		encode: func(s *models.Schedule) json.RawMessage { return mustJSON(*at(s)) },
+		value:  func(s *models.Schedule) any { return *at(s) },
 		load: func(raw json.RawMessage, s *models.Schedule) error {
 			var v *T
 			if err := json.Unmarshal(raw, &v); err != nil {
