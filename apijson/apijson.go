@@ -132,7 +132,7 @@ func FromSchedule(s *models.Schedule) Schedule {
 		ID: s.ID, ScheduleID: s.ScheduleID, Namespace: s.Namespace, Status: s.Status, Spec: SpecOf(s.Spec), Action: ActionOf(s.Action),
 		RemainingActions: s.RemainingActions, FiresCount: s.FiresCount, SkippedTriggerCount: s.SkippedTriggerCount,
 		ConsecutiveFailures: s.Health.ConsecutiveFailures,
-		Health: s.HealthState, FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
+		Health:              s.HealthState, FailuresCount: s.Health.FailuresCount, StartFailuresCount: s.StartFailuresCount, RecentRuns: []RecentRun{},
 		LastSkipReason: s.LastSkipReason, LastSkippedAt: AtPtr(s.LastSkippedAt), NextFireAt: AtPtr(s.NextFireAt), Ended: s.Ended(),
 		NextNominalAt: AtPtr(s.NextNominalAt), LastFiredAt: AtPtr(s.LastFiredAt), LatestInstanceID: s.LatestInstanceID,
 		LatestRunID: s.LatestRunID, PausedAt: AtPtr(s.PausedAt), PauseReason: s.PauseReason, PausedBy: s.PausedBy,
