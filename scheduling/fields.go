@@ -33,31 +33,53 @@ var Fields = []Field{
 			if !validPolicy(p) {
 				v.Add("overlap_policy", policyMessage())
 			}
-		}, nil, func(p string) string { return p }).recordedApart().defaultsTo(`"` + OverlapSkip + `"`),
+		}, nil, func(p string) string { return p }).recordedApart().defaultsTo(`"` + OverlapSkip + `"`).
+		documented(`{"allOf":[{"$ref":"#/components/schemas/OverlapPolicy"}],"default":"skip"}`),
 	valueField("jitter_seconds", func(in *UpdateInput) **int { return &in.JitterSeconds },
-		func(s *models.Schedule) *int { return &s.JitterSeconds }, validateJitter, nil, strconv.Itoa).clearsTo("0"),
+		func(s *models.Schedule) *int { return &s.JitterSeconds }, validateJitter, nil, strconv.Itoa).clearsTo("0").
+		documented(`{"type":"integer","minimum":0,"maximum":3600,"default":0,
+			"description":"Each computed next fire is delayed by a uniform random 0..jitter_seconds."}`),
 	maxRunsField,
 	nullableField("pause_after_failures", func(in *UpdateInput) *Nullable[int] { return &in.PauseAfterFailures },
-		func(s *models.Schedule) **int { return &s.PauseAfterFailures }, validatePauseAfterFailures, intText),
+		func(s *models.Schedule) **int { return &s.PauseAfterFailures }, validatePauseAfterFailures, intText).
+		documented(`{"type":"integer","minimum":1,"maximum":100,"description":"Pause the schedule (as the scheduler, within one
+			loop period) after this many consecutive unsuccessful runs; null never does."}`),
 	nullableField("catchup_window_seconds", func(in *UpdateInput) *Nullable[int] { return &in.CatchupWindowSeconds },
-		func(s *models.Schedule) **int { return &s.CatchupWindowSeconds }, validateCatchupWindow, intText),
+		func(s *models.Schedule) **int { return &s.CatchupWindowSeconds }, validateCatchupWindow, intText).
+		documented(`{"type":"integer","minimum":1,"maximum":604800,"description":"Missed-fire policy (CONTRACT §12): after
+			downtime, fire the occurrences of the last this many seconds in order (the overlap policy applies; at most 100 per
+			schedule per tick) and count older ones in one ScheduleTriggerSkipped {reason: missed_occurrences}; null fires the
+			overdue occurrence once and counts the rest."}`),
 	nullableField("start_deadline_seconds", func(in *UpdateInput) *Nullable[int64] { return &in.StartDeadlineSeconds },
-		func(s *models.Schedule) **int64 { return &s.StartDeadlineSeconds }, validateStartDeadline, int64Text),
+		func(s *models.Schedule) **int64 { return &s.StartDeadlineSeconds }, validateStartDeadline, int64Text).
+		documented(`{"type":"integer","minimum":1,"maximum":604800,"description":"A run still ` + "`pending`" + ` this many
+			seconds after its occurrence (backfilled, drained and manual runs: after their creation) is reported once as
+			` + "`run_not_started`" + ` (1-604800; null = off)."}`),
 	nullableField("connection", func(in *UpdateInput) *Nullable[string] { return &in.Connection },
-		func(s *models.Schedule) **string { return &s.Connection }, routeValidator("connection"), derefText),
+		func(s *models.Schedule) **string { return &s.Connection }, routeValidator("connection"), derefText).
+		documented(routeSchema),
 	nullableField("queue", func(in *UpdateInput) *Nullable[string] { return &in.Queue },
-		func(s *models.Schedule) **string { return &s.Queue }, routeValidator("queue"), derefText),
+		func(s *models.Schedule) **string { return &s.Queue }, routeValidator("queue"), derefText).
+		documented(routeSchema),
 	mapField("labels", func(in *UpdateInput) **map[string]string { return &in.Labels },
 		func(s *models.Schedule) *map[string]string { return &s.Labels },
-		func(v *ValidationError, m map[string]string) { validateStringMap(v, "labels", m) }),
+		func(v *ValidationError, m map[string]string) { validateStringMap(v, "labels", m) }).
+		documented(`{"$ref":"#/components/schemas/LabelMap"}`),
 	mapField("memo", func(in *UpdateInput) **map[string]string { return &in.Memo },
-		func(s *models.Schedule) *map[string]string { return &s.Memo }, validateMemo),
+		func(s *models.Schedule) *map[string]string { return &s.Memo }, validateMemo).
+		documented(`{"$ref":"#/components/schemas/Memo"}`),
 	mapField("search_attributes", func(in *UpdateInput) **map[string]string { return &in.SearchAttributes },
 		func(s *models.Schedule) *map[string]string { return &s.SearchAttributes },
-		func(v *ValidationError, m map[string]string) { validateStringMap(v, "search_attributes", m) }).apiOnly(),
+		func(v *ValidationError, m map[string]string) { validateStringMap(v, "search_attributes", m) }).apiOnly().
+		documented(`{"$ref":"#/components/schemas/LabelMap"}`),
 	valueField("note", func(in *UpdateInput) **string { return &in.Note },
-		func(s *models.Schedule) *string { return &s.Note }, validateNote, nil, func(n string) string { return n }).clearsTo(`""`),
+		func(s *models.Schedule) *string { return &s.Note }, validateNote, nil, func(n string) string { return n }).clearsTo(`""`).
+		documented(`{"type":"string","maxLength":4096,"description":"Free text shown with the schedule."}`),
 }
+
+// routeSchema documents connection and queue.
+const routeSchema = `{"type":"string","minLength":1,"maxLength":255,
+	"description":"Routing override; null uses the workflow type's default, then the global one."}`
 
 // The inputs of Create and Update hold each field in a slot of its own,
 // here beside the table, so a field is declared in this file only.
@@ -152,6 +174,11 @@ type Field struct {
 	// ClearJSON is the value `schedule update --clear KEY` sends for a
 	// field that is not nullable ("" when it has none).
 	ClearJSON string
+	// Schema is the field's JSON Schema in the create request (OpenAPI
+	// 3.0, its description included; nullable follows Nullable): the
+	// served document derives the field's entries in the create and
+	// update requests and in the schedule from it (web/openapi.go).
+	Schema json.RawMessage
 
 	decode func(raw json.RawMessage, in *UpdateInput) error
 	// encode and load are the field's JSON value (as the API shows it and
@@ -196,6 +223,13 @@ func (f Field) clearsTo(value string) Field {
 	return f
 }
 func (f Field) apiOnly() Field { f.Console = false; return f }
+
+// documented gives the field's JSON Schema (Schema), written across
+// lines: every run of white space is one space (descriptions included).
+func (f Field) documented(schema string) Field {
+	f.Schema = json.RawMessage(strings.Join(strings.Fields(schema), " "))
+	return f
+}
 
 // recordedApart leaves a field out of Settings: the version events carry
 // it under its own key.
@@ -462,7 +496,9 @@ func routeValidator(field string) func(*ValidationError, *string) {
 // the remaining budget follows it.
 var maxRunsField = func() Field {
 	f := nullableField("max_runs", func(in *UpdateInput) *Nullable[int64] { return &in.MaxRuns },
-		func(s *models.Schedule) **int64 { return &s.MaxRuns }, validateMaxRuns, int64Text)
+		func(s *models.Schedule) **int64 { return &s.MaxRuns }, validateMaxRuns, int64Text).
+		documented(`{"type":"integer","format":"int64","minimum":1,"description":"The schedule is deleted (reason
+			max_runs_exhausted) after this many started runs; null for no limit."}`)
 	check, apply := f.check, f.apply
 	f.check = func(u *applying) {
 		check(u)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/scheduling"
 )
 
 const openAPIPath = v2 + "/openapi.json"
@@ -382,4 +383,34 @@ func TestOpenAPIResponseShapes(t *testing.T) {
 	inUse := res.Body["error"].(map[string]any)
 	require.Equal(t, "calendar_in_use", inUse["code"])
 	require.Equal(t, []any{"holiday-user"}, inUse["schedules"])
+}
+
+// TestOpenAPIDocumentsEveryScheduleField: each field of the table is in
+// the create and update requests and in the schedule, nullable exactly
+// when null clears it, and described, so a new field is documented by
+// its entry or fails here.
+func TestOpenAPIDocumentsEveryScheduleField(t *testing.T) {
+	t.Parallel()
+	_, _, doc := openAPIFixture(t)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	required := schemas["Schedule"].(map[string]any)["required"].([]any)
+	for _, f := range scheduling.Fields {
+		if !f.Simple() {
+			continue
+		}
+		require.NotNil(t, f.Schema, "the field %s has no schema in scheduling.Fields", f.Key)
+		for _, name := range []string{"CreateScheduleRequest", "UpdateScheduleRequest", "Schedule"} {
+			props := schemas[name].(map[string]any)["properties"].(map[string]any)
+			p, ok := props[f.Key].(map[string]any)
+			require.True(t, ok, "%s does not document %s", name, f.Key)
+			require.Equal(t, f.Nullable, p["nullable"] == true, "%s.%s nullable", name, f.Key)
+			if name != "CreateScheduleRequest" {
+				require.NotContains(t, p, "default", "%s.%s: a default belongs to the create request", name, f.Key)
+			}
+		}
+		require.Contains(t, required, f.Key, "Schedule always carries %s", f.Key)
+	}
+	update := schemas["UpdateScheduleRequest"].(map[string]any)["properties"].(map[string]any)
+	require.Contains(t, update["pause_after_failures"].(map[string]any)["description"], "null clears it.")
+	require.NotContains(t, update["jitter_seconds"].(map[string]any), "nullable")
 }
