@@ -49,6 +49,9 @@ func newFlagSet(name, example string, e env) *flag.FlagSet {
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
+		if typed, ok := f.Value.(interface{ TypeName() string }); ok {
+			name = typed.TypeName() // a flag of our own type (fieldFlag)
+		}
 		line := "  --" + f.Name
 		if name != "" {
 			line += " " + name

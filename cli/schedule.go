@@ -133,14 +133,8 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 	startAt := c.fs.String("start-at", "", "no fire before this RFC 3339 time")
 	endAt := c.fs.String("end-at", "", "no fire after this RFC 3339 time (inclusive); after it the schedule has ended")
 	timezone := c.fs.String("timezone", "", "IANA zone the cron expressions are read in (default UTC)")
-	overlap := c.fs.String("overlap", "", "overlap policy: skip, buffer_one, buffer_all, allow_all, cancel_other or terminate_other (default skip)")
-	queue := c.fs.String("queue", "", "queue of the started runs (default: the workflow type's, then the global one)")
-	connection := c.fs.String("connection", "", "connection of the started runs (default: the workflow type's, then the global one)")
-	jitter := c.fs.String("jitter", "0", `random delay added to each fire, up to this much: seconds or a duration ("30s", "PT1M")`)
-	maxRuns := c.fs.Int64("max-runs", 0, "delete the schedule after this many runs (default unlimited)")
 	input := c.fs.String("input", "", `workflow input as JSON, e.g. '{"full": true}'`)
 	paused := c.fs.Bool("paused", false, "create the schedule paused")
-	note := c.fs.String("note", "", "free-text note shown with the schedule")
 	af := bindActionFlags(c)
 	pos, err := c.parse(args, "<id>")
 	if err != nil {
@@ -156,23 +150,13 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 		ScheduleID: pos[0],
 		Spec: &apijson.Spec{CronExpressions: []string(crons), Timezone: *timezone,
 			At: []string(ats), StartAt: *startAt, EndAt: *endAt, ExcludeCalendars: []string(excludes), OnExcluded: *onExcluded},
-		Action:        apijson.Action{WorkflowType: *workflowType},
-		OverlapPolicy: *overlap, Note: *note, Paused: *paused,
+		Action: apijson.Action{WorkflowType: *workflowType}, Paused: *paused,
 	}
 	if req.Spec.Intervals, err = parseEverys(everys); err != nil {
 		return err
 	}
-	if req.JitterSeconds, err = parseJitter(*jitter); err != nil {
+	if err := af.fields.setOn(&req); err != nil {
 		return err
-	}
-	if c.isSet("max-runs") {
-		req.MaxRuns = maxRuns
-	}
-	if c.isSet("queue") {
-		req.Queue = queue
-	}
-	if c.isSet("connection") {
-		req.Connection = connection
 	}
 	if *input != "" {
 		if req.Action.Input, err = parseInput(*input); err != nil {
@@ -180,22 +164,6 @@ func runScheduleAdd(ctx context.Context, e env, args []string) error {
 		}
 	}
 	if err := af.apply(&req.Action); err != nil {
-		return err
-	}
-	req.PauseAfterFailures = af.pauseAfter()
-	if req.StartDeadlineSeconds, err = af.startDeadlineSeconds(); err != nil {
-		return err
-	}
-	if req.CatchupWindowSeconds, err = af.catchup(); err != nil {
-		return err
-	}
-	if req.Labels, err = af.labels.toMap("label"); err != nil {
-		return err
-	}
-	if req.Memo, err = af.memo.toMap("memo"); err != nil {
-		return err
-	}
-	if req.SearchAttributes, err = af.attrs.toMap("search-attribute"); err != nil {
 		return err
 	}
 
@@ -220,18 +188,14 @@ type actionFlags struct {
 	workflowClass    *string
 	executionTimeout *string
 	runTimeout       *string
-	labels           pairList
-	memo             pairList
-	attrs            pairList
-	// The retry policy (CONTRACT §10) and pause on failure.
-	maxAttempts        *int
-	retryInitial       *string
-	retryCoefficient   *float64
-	retryMaxInterval   *string
-	nonRetryable       stringList
-	pauseAfterFailures *int
-	catchupWindow      *string
-	startDeadline      *string
+	// The retry policy (CONTRACT §10).
+	maxAttempts      *int
+	retryInitial     *string
+	retryCoefficient *float64
+	retryMaxInterval *string
+	nonRetryable     stringList
+	// The field table's fields: overlap, jitter, labels, note… (fieldflags.go).
+	fields fieldFlags
 	// The target (CONTRACT §15).
 	target      *string
 	httpURL     *string
@@ -248,17 +212,12 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	af.workflowClass = c.fs.String("workflow-class", "", "workflow class passed to the worker (optional)")
 	af.executionTimeout = c.fs.String("execution-timeout", "", `limit on the whole execution, retries included: seconds or a duration ("2h", "PT30M")`)
 	af.runTimeout = c.fs.String("run-timeout", "", `limit on one run: seconds or a duration ("10m")`)
-	c.fs.Var(&af.labels, "label", "label key=value (repeatable; filter with list --label key=value)")
-	c.fs.Var(&af.memo, "memo", "memo entry key=value, shown with the schedule (repeatable)")
-	c.fs.Var(&af.attrs, "search-attribute", "search attribute key=value (repeatable)")
 	af.maxAttempts = c.fs.Int("max-attempts", 0, "retry a failed run until it has had this many attempts (1-100; 1 = no retry)")
 	af.retryInitial = c.fs.String("retry-initial", "", `wait before the first retry: seconds or a duration (default 1s)`)
 	af.retryCoefficient = c.fs.Float64("retry-coefficient", 0, "each further retry waits this many times longer (1.0-10.0, default 2.0)")
 	af.retryMaxInterval = c.fs.String("retry-max-interval", "", "longest wait between attempts (default 100 × --retry-initial, at most a day)")
 	c.fs.Var(&af.nonRetryable, "non-retryable", "error type that ends the run without retry (repeatable)")
-	af.pauseAfterFailures = c.fs.Int("pause-after-failures", 0, "pause the schedule after this many consecutive failed runs (1-100)")
-	af.catchupWindow = c.fs.String("catchup-window", "", `after downtime, fire the occurrences of this last stretch in order: seconds or a duration ("2h"; at most 7 days)`)
-	af.startDeadline = c.fs.String("start-deadline", "", `notify run_not_started when a run is still pending this long after its occurrence: seconds or a duration ("15m")`)
+	af.fields = bindFieldFlags(c.fs)
 	af.target = c.fs.String("target", "", "who executes the runs: worker (the worker protocol, the default) or http (the server calls --http-url)")
 	af.httpURL = c.fs.String("http-url", "", "HTTP target: the URL the server calls once per attempt (implies --target http)")
 	af.httpMethod = c.fs.String("http-method", "", "HTTP target: POST (default) or PUT")
@@ -269,41 +228,8 @@ func bindActionFlags(c *dbCommand) *actionFlags {
 	return af
 }
 
-// startDeadlineSeconds is the --start-deadline value in seconds when given.
-func (af *actionFlags) startDeadlineSeconds() (*int64, error) {
-	if !af.c.isSet("start-deadline") {
-		return nil, nil
-	}
-	n, err := parseSeconds("start-deadline", *af.startDeadline)
-	if err != nil {
-		return nil, err
-	}
-	return &n, nil
-}
-
-// catchup is the --catchup-window value in seconds when given.
-func (af *actionFlags) catchup() (*int, error) {
-	if !af.c.isSet("catchup-window") {
-		return nil, nil
-	}
-	n, err := parseSeconds("catchup-window", *af.catchupWindow)
-	if err != nil {
-		return nil, err
-	}
-	w := int(min(n, scheduling.MaxCatchupWindowSeconds+1)) // the server says what is too long
-	return &w, nil
-}
-
 // retryFlags are the flags that set the retry policy.
 var retryFlags = []string{"max-attempts", "retry-initial", "retry-coefficient", "retry-max-interval", "non-retryable"}
-
-// pauseAfter is the --pause-after-failures value when given.
-func (af *actionFlags) pauseAfter() *int {
-	if !af.c.isSet("pause-after-failures") {
-		return nil
-	}
-	return af.pauseAfterFailures
-}
 
 // apply copies the set action flags into a.
 func (af *actionFlags) apply(a *apijson.Action) error {
@@ -509,18 +435,6 @@ func parseInput(input string) (json.RawMessage, error) {
 		return nil, usagef("invalid --input: want one JSON value, e.g. '{\"full\": true}'")
 	}
 	return json.RawMessage(input), nil
-}
-
-// parseJitter accepts whole seconds or a duration.
-func parseJitter(s string) (int, error) {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n, nil
-	}
-	d, err := timespec.ParseDuration(s)
-	if err != nil {
-		return 0, usagef("invalid --jitter %q: %v", s, err)
-	}
-	return int(d / time.Second), nil
 }
 
 var describeFormats = []string{"text", "json"}

@@ -41,13 +41,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	c.fs.Var(&crons, "cron", "cron expression (repeatable; replaces the schedule's cron expressions)")
 	c.fs.Var(&everys, "every", `fixed interval, "EVERY [offset OFFSET]" (repeatable; replaces the intervals)`)
 	timezone := c.fs.String("timezone", "", "IANA zone the cron expressions are read in")
-	overlap := c.fs.String("overlap", "", "overlap policy: skip, buffer_one, buffer_all, allow_all, cancel_other or terminate_other")
-	queue := c.fs.String("queue", "", "queue of the started runs")
-	connection := c.fs.String("connection", "", "connection of the started runs")
-	jitter := c.fs.String("jitter", "", `random delay added to each fire: seconds or a duration ("30s")`)
-	maxRuns := c.fs.Int64("max-runs", 0, "delete the schedule after this many runs in all (must exceed the runs already started)")
 	input := c.fs.String("input", "", "workflow input as JSON")
-	note := c.fs.String("note", "", "free-text note")
 	af := bindActionFlags(c)
 	c.fs.Var(&clears, "clear", "reset a field (repeatable): "+strings.Join(clearable, ", "))
 	dryRun := c.fs.Bool("dry-run", false, "print what would change and change nothing")
@@ -70,15 +64,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 			return err
 		}
 	}
-	labels, err := af.labels.toMap("label")
-	if err != nil {
-		return err
-	}
-	memo, err := af.memo.toMap("memo")
-	if err != nil {
-		return err
-	}
-	attrs, err := af.attrs.toMap("search-attribute")
+	fields, err := af.fields.values()
 	if err != nil {
 		return err
 	}
@@ -144,44 +130,7 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 	if actionChanged || !sameAction(before, action) {
 		p.Action = &action
 	}
-	if c.isSet("overlap") {
-		p.OverlapPolicy = overlap
-	}
-	p.PauseAfterFailures = af.pauseAfter()
-	if p.CatchupWindowSeconds, err = af.catchup(); err != nil {
-		return err
-	}
-	if p.StartDeadlineSeconds, err = af.startDeadlineSeconds(); err != nil {
-		return err
-	}
-	if c.isSet("jitter") {
-		j, err := parseJitter(*jitter)
-		if err != nil {
-			return err
-		}
-		p.JitterSeconds = &j
-	}
-	if c.isSet("max-runs") {
-		p.MaxRuns = maxRuns
-	}
-	if c.isSet("connection") {
-		p.Connection = connection
-	}
-	if c.isSet("queue") {
-		p.Queue = queue
-	}
-	if c.isSet("note") {
-		p.Note = note
-	}
-	for _, m := range []struct {
-		set map[string]string
-		dst **map[string]string
-	}{{labels, &p.Labels}, {memo, &p.Memo}, {attrs, &p.SearchAttributes}} {
-		if m.set != nil {
-			v := m.set
-			*m.dst = &v
-		}
-	}
+	p.Set = fields
 	// --clear of a whole field, as the field table says: null, or its
 	// empty value (over any flag that set it).
 	for _, f := range scheduling.Fields {
@@ -190,9 +139,6 @@ func runScheduleUpdate(ctx context.Context, e env, args []string) error {
 		case f.Nullable:
 			p.Clear = append(p.Clear, f.Key)
 		case f.ClearJSON != "":
-			if p.Set == nil {
-				p.Set = map[string]json.RawMessage{}
-			}
 			p.Set[f.Key] = json.RawMessage(f.ClearJSON)
 		}
 	}

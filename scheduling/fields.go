@@ -33,48 +33,59 @@ var Fields = []Field{
 			if !validPolicy(p) {
 				v.Add("overlap_policy", policyMessage())
 			}
-		}, nil, func(p string) string { return p }).recordedApart().defaultsTo(`"` + OverlapSkip + `"`).
-		documented(`{"allOf":[{"$ref":"#/components/schemas/OverlapPolicy"}],"default":"skip"}`),
+		}, nil, func(p string) string { return p }).recordedApart().defaultsTo(`"`+OverlapSkip+`"`).
+		documented(`{"allOf":[{"$ref":"#/components/schemas/OverlapPolicy"}],"default":"skip"}`).
+		flag("overlap", "overlap policy: skip, buffer_one, buffer_all, allow_all, cancel_other or terminate_other (default skip)"),
 	valueField("jitter_seconds", func(in *UpdateInput) **int { return &in.JitterSeconds },
 		func(s *models.Schedule) *int { return &s.JitterSeconds }, validateJitter, nil, strconv.Itoa).clearsTo("0").
 		documented(`{"type":"integer","minimum":0,"maximum":3600,"default":0,
-			"description":"Each computed next fire is delayed by a uniform random 0..jitter_seconds."}`),
+			"description":"Each computed next fire is delayed by a uniform random 0..jitter_seconds."}`).
+		flag("jitter", `random delay added to each fire, up to this much: seconds or a duration ("30s", "PT1M")`).inSeconds(),
 	maxRunsField,
 	nullableField("pause_after_failures", func(in *UpdateInput) *Nullable[int] { return &in.PauseAfterFailures },
 		func(s *models.Schedule) **int { return &s.PauseAfterFailures }, validatePauseAfterFailures, intText).
 		documented(`{"type":"integer","minimum":1,"maximum":100,"description":"Pause the schedule (as the scheduler, within one
-			loop period) after this many consecutive unsuccessful runs; null never does."}`),
+			loop period) after this many consecutive unsuccessful runs; null never does."}`).
+		flag("pause-after-failures", "pause the schedule after this many consecutive failed runs (1-100)"),
 	nullableField("catchup_window_seconds", func(in *UpdateInput) *Nullable[int] { return &in.CatchupWindowSeconds },
 		func(s *models.Schedule) **int { return &s.CatchupWindowSeconds }, validateCatchupWindow, intText).
 		documented(`{"type":"integer","minimum":1,"maximum":604800,"description":"Missed-fire policy (CONTRACT §12): after
 			downtime, fire the occurrences of the last this many seconds in order (the overlap policy applies; at most 100 per
 			schedule per tick) and count older ones in one ScheduleTriggerSkipped {reason: missed_occurrences}; null fires the
-			overdue occurrence once and counts the rest."}`),
+			overdue occurrence once and counts the rest."}`).
+		flag("catchup-window", `after downtime, fire the occurrences of this last stretch in order: seconds or a duration ("2h"; at most 7 days)`).
+		inSeconds(),
 	nullableField("start_deadline_seconds", func(in *UpdateInput) *Nullable[int64] { return &in.StartDeadlineSeconds },
 		func(s *models.Schedule) **int64 { return &s.StartDeadlineSeconds }, validateStartDeadline, int64Text).
-		documented(`{"type":"integer","minimum":1,"maximum":604800,"description":"A run still ` + "`pending`" + ` this many
+		documented(`{"type":"integer","minimum":1,"maximum":604800,"description":"A run still `+"`pending`"+` this many
 			seconds after its occurrence (backfilled, drained and manual runs: after their creation) is reported once as
-			` + "`run_not_started`" + ` (1-604800; null = off)."}`),
+			`+"`run_not_started`"+` (1-604800; null = off)."}`).
+		flag("start-deadline", `notify run_not_started when a run is still pending this long after its occurrence: seconds or a duration ("15m")`).
+		inSeconds(),
 	nullableField("connection", func(in *UpdateInput) *Nullable[string] { return &in.Connection },
 		func(s *models.Schedule) **string { return &s.Connection }, routeValidator("connection"), derefText).
-		documented(routeSchema),
+		documented(routeSchema).flag("connection", "connection of the started runs (default: the workflow type's, then the global one)"),
 	nullableField("queue", func(in *UpdateInput) *Nullable[string] { return &in.Queue },
 		func(s *models.Schedule) **string { return &s.Queue }, routeValidator("queue"), derefText).
-		documented(routeSchema),
+		documented(routeSchema).flag("queue", "queue of the started runs (default: the workflow type's, then the global one)"),
 	mapField("labels", func(in *UpdateInput) **map[string]string { return &in.Labels },
 		func(s *models.Schedule) *map[string]string { return &s.Labels },
 		func(v *ValidationError, m map[string]string) { validateStringMap(v, "labels", m) }).
-		documented(`{"$ref":"#/components/schemas/LabelMap"}`),
+		documented(`{"$ref":"#/components/schemas/LabelMap"}`).
+		flag("label", "label key=value (repeatable; replaces the labels; filter with list --label key=value)"),
 	mapField("memo", func(in *UpdateInput) **map[string]string { return &in.Memo },
 		func(s *models.Schedule) *map[string]string { return &s.Memo }, validateMemo).
-		documented(`{"$ref":"#/components/schemas/Memo"}`),
+		documented(`{"$ref":"#/components/schemas/Memo"}`).
+		flag("memo", "memo entry key=value, shown with the schedule (repeatable; replaces the memo)"),
 	mapField("search_attributes", func(in *UpdateInput) **map[string]string { return &in.SearchAttributes },
 		func(s *models.Schedule) *map[string]string { return &s.SearchAttributes },
 		func(v *ValidationError, m map[string]string) { validateStringMap(v, "search_attributes", m) }).apiOnly().
-		documented(`{"$ref":"#/components/schemas/LabelMap"}`),
+		documented(`{"$ref":"#/components/schemas/LabelMap"}`).
+		flag("search-attribute", "search attribute key=value (repeatable; replaces the search attributes)"),
 	valueField("note", func(in *UpdateInput) **string { return &in.Note },
 		func(s *models.Schedule) *string { return &s.Note }, validateNote, nil, func(n string) string { return n }).clearsTo(`""`).
-		documented(`{"type":"string","maxLength":4096,"description":"Free text shown with the schedule."}`),
+		documented(`{"type":"string","maxLength":4096,"description":"Free text shown with the schedule."}`).
+		flag("note", "free-text note shown with the schedule"),
 }
 
 // routeSchema documents connection and queue.
@@ -179,6 +190,12 @@ type Field struct {
 	// served document derives the field's entries in the create and
 	// update requests and in the schedule from it (web/openapi.go).
 	Schema json.RawMessage
+	// Flag is the field's flag in `schedule add` and `schedule update`
+	// ("" for none) and Usage its help. The flag's value is the field's
+	// text form, as the console reads its input; a map's flag repeats, one
+	// key=value each, and a field in Seconds also takes a duration there.
+	Flag, Usage string
+	Seconds     bool
 
 	decode func(raw json.RawMessage, in *UpdateInput) error
 	// encode and load are the field's JSON value (as the API shows it and
@@ -223,6 +240,13 @@ func (f Field) clearsTo(value string) Field {
 	return f
 }
 func (f Field) apiOnly() Field { f.Console = false; return f }
+
+// flag gives the field's CLI flag and its help (Flag, Usage).
+func (f Field) flag(name, usage string) Field { f.Flag, f.Usage = name, usage; return f }
+
+// inSeconds marks a number of seconds, which the CLI also takes as a
+// duration ("90s", "PT1H").
+func (f Field) inSeconds() Field { f.Seconds = true; return f }
 
 // documented gives the field's JSON Schema (Schema), written across
 // lines: every run of white space is one space (descriptions included).
@@ -498,7 +522,8 @@ var maxRunsField = func() Field {
 	f := nullableField("max_runs", func(in *UpdateInput) *Nullable[int64] { return &in.MaxRuns },
 		func(s *models.Schedule) **int64 { return &s.MaxRuns }, validateMaxRuns, int64Text).
 		documented(`{"type":"integer","format":"int64","minimum":1,"description":"The schedule is deleted (reason
-			max_runs_exhausted) after this many started runs; null for no limit."}`)
+			max_runs_exhausted) after this many started runs; null for no limit."}`).
+		flag("max-runs", "delete the schedule after this many runs in all (default unlimited; on update, more than the runs already started)")
 	check, apply := f.check, f.apply
 	f.check = func(u *applying) {
 		check(u)

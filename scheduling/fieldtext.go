@@ -199,3 +199,14 @@ func Blank() *models.Schedule {
 	}
 	return s
 }
+
+// ParseText reads text, the field's text form, into its JSON value (an
+// empty text is its empty value); problems say what could not be read.
+func (f Field) ParseText(text string) (json.RawMessage, []string) { return f.form.parse(text, f.empty) }
+
+// Repeats reports whether the field's text form is key=value lines,
+// which a CLI flag takes one at a time.
+func (f Field) Repeats() bool { return f.form != nil && f.form.kind == textPairs }
+
+// Numeric reports whether the field's text form is a whole number.
+func (f Field) Numeric() bool { return f.form != nil && f.form.kind == textNumber }
