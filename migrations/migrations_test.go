@@ -142,8 +142,7 @@ func TestHealthPendingKeepsExistingHealth(t *testing.T) {
 				Action: models.Action{WorkflowType: "w"}, OverlapPolicy: "allow_all", Labels: map[string]string{}, Memo: map[string]string{},
 				SearchAttributes: map[string]string{}, BufferedActions: []models.BufferedAction{},
 				CreatedAt: t0, UpdatedAt: t0}
-			_, err = db.NewInsert().Model(&sch).ExcludeColumn("actions_count").Exec(ctx) // 0012's column
-			require.NoError(t, err)
+			insertOlder(t, db, &sch)
 			_, err = db.ExecContext(ctx, `INSERT INTO workflow_schedule_health (schedule_ulid, consecutive_failures, failures_count, paused_at_failures,
 				last_run_id, last_run_status, last_run_finished_at, last_run_error, recent_runs, updated_at)
 				VALUES ('01SCHEDULE', 2, 7, 2, '01RUN10', 'failed', ?, 'disk full',

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -36,7 +37,15 @@ func TestUpgradeTo0025CountsExistingSchedules(t *testing.T) {
 			require.NoError(t, err)
 
 			spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
-			require.NoError(t, loadgen.Seed(ctx, db, "up", 10, spec, time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)))
+			at := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
+			var seeded []models.Schedule
+			for i := range 10 {
+				seeded = append(seeded, models.Schedule{ID: fmt.Sprintf("UP%024d", i), Namespace: "default",
+					ScheduleID: loadgen.ScheduleID("up", i), Status: models.StatusActive, Spec: spec, Action: models.Action{WorkflowType: "w"},
+					OverlapPolicy: "skip", Labels: map[string]string{}, Memo: map[string]string{}, SearchAttributes: map[string]string{},
+					BufferedActions: []models.BufferedAction{}, NextFireAt: &at, NextNominalAt: &at, CreatedAt: at, UpdatedAt: at})
+			}
+			insertOlder(t, db, &seeded)
 			for _, set := range []struct{ ids, column, value string }{
 				{"'up-000000', 'up-000001', 'up-000002'", "status", models.StatusPaused},
 				{"'up-000003'", "status", models.StatusDeleted},
