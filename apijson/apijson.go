@@ -564,13 +564,9 @@ func (p SchedulePatch) MarshalJSON() ([]byte, error) {
 // sent as (scheduling.DecodePatch), so the API, the CLI's direct mode and
 // the console decode into one patch type by one decoder.
 func (p SchedulePatch) Input() (scheduling.UpdateInput, error) {
-	body, err := json.Marshal(p)
+	raw, err := BodyOf(p)
 	if err != nil {
-		return scheduling.UpdateInput{}, fmt.Errorf("encode patch: %w", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return scheduling.UpdateInput{}, fmt.Errorf("decode patch: %w", err)
+		return scheduling.UpdateInput{}, fmt.Errorf("patch: %w", err)
 	}
 	return scheduling.DecodePatch(raw)
 }

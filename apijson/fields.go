@@ -73,16 +73,25 @@ func setFields(out *Schedule, s *models.Schedule) {
 	}
 }
 
-// fieldsOf reads the field table's simple fields from doc's JSON body:
-// the fields the body sets, as an update.
-func fieldsOf(doc any) (scheduling.UpdateInput, error) {
+// BodyOf is doc's JSON body by key, each value as it is sent.
+func BodyOf(doc any) (map[string]json.RawMessage, error) {
 	body, err := json.Marshal(doc)
 	if err != nil {
-		return scheduling.UpdateInput{}, fmt.Errorf("encode: %w", err)
+		return nil, fmt.Errorf("encode: %w", err)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return scheduling.UpdateInput{}, fmt.Errorf("decode: %w", err)
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return raw, nil
+}
+
+// fieldsOf reads the field table's simple fields from doc's JSON body:
+// the fields the body sets, as an update.
+func fieldsOf(doc any) (scheduling.UpdateInput, error) {
+	raw, err := BodyOf(doc)
+	if err != nil {
+		return scheduling.UpdateInput{}, err
 	}
 	simple := make(map[string]json.RawMessage, len(raw))
 	for key, value := range raw {

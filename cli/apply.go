@@ -650,10 +650,7 @@ func fullPatch(req apijson.CreateSchedule) apijson.SchedulePatch {
 	p := apijson.SchedulePatch{Spec: &spec, Action: &action, Set: map[string]json.RawMessage{}}
 	// Every other field of the table, as the document's body has it (the
 	// body, not the members, tells a field left out from one given as 0).
-	given := map[string]json.RawMessage{}
-	if body, err := json.Marshal(req); err == nil {
-		_ = json.Unmarshal(body, &given)
-	}
+	given, _ := apijson.BodyOf(req) // a document read from YAML always encodes
 	for _, f := range scheduling.Fields {
 		if !f.Simple() {
 			continue
