@@ -15,6 +15,7 @@ import (
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/metrics"
 	"github.com/tidelinehq/tideline/migrations"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/timespec"
 	"github.com/tidelinehq/tideline/web"
@@ -243,7 +244,7 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 type loopFlags struct {
 	period, ahead            time.Duration
 	retainRuns, purgeDeleted string
-	retention                scheduling.Retention
+	retention                retention.Policy
 }
 
 func (f *loopFlags) bind(fs *flag.FlagSet, e env) {
@@ -284,8 +285,8 @@ func (f *loopFlags) backfillWorker(svc *scheduling.Service, logger *slog.Logger)
 // parseRetention reads --retain-runs and --purge-deleted-after: "0" turns
 // each off; otherwise a duration in any form the durations of specs take
 // ("30d", "P30D", "720h", "30 days").
-func parseRetention(retainRuns, purgeDeleted string) (scheduling.Retention, error) {
-	var r scheduling.Retention
+func parseRetention(retainRuns, purgeDeleted string) (retention.Policy, error) {
+	var r retention.Policy
 	for _, f := range []struct {
 		name, raw string
 		dst       *time.Duration

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -40,7 +41,7 @@ func TestCompactionLevelsOffOverSimulatedDays(t *testing.T) {
 		in.OverlapPolicy = scheduling.OverlapAllowAll
 		f.create(in)
 	}
-	loop := &scheduling.Loop{Service: f.svc, Retention: scheduling.Retention{KeepRuns: 24 * time.Hour, Budget: time.Second}}
+	loop := &scheduling.Loop{Service: f.svc, Retention: retention.Policy{KeepRuns: 24 * time.Hour, Budget: time.Second}}
 	start := t0.Truncate(time.Hour)
 	var rows [][2]int
 	sizes := map[string][]int64{} // table → kB at the end of each day

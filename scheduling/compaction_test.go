@@ -8,6 +8,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -24,7 +25,7 @@ func TestCompactionKeepsLifecycleAndMarksTheGap(t *testing.T) {
 		in := cronInput("hourly", "0 * * * *")
 		in.OverlapPolicy = scheduling.OverlapAllowAll
 		f.create(in)
-		loop := &scheduling.Loop{Service: f.svc, Retention: scheduling.Retention{KeepRuns: 24 * time.Hour, Batch: 5}}
+		loop := &scheduling.Loop{Service: f.svc, Retention: retention.Policy{KeepRuns: 24 * time.Hour, Batch: 5}}
 		start := t0.Truncate(time.Hour)
 		for hour := 1; hour <= 24*3; hour++ {
 			f.clock.Set(start.Add(time.Duration(hour) * time.Hour))

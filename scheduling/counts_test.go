@@ -16,6 +16,7 @@ import (
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
@@ -171,7 +172,7 @@ func TestScheduleCountsFollowEveryWrite(t *testing.T) {
 		// Retention purges soft-deleted schedules (not counted before or
 		// after); a hard delete of a live one is counted.
 		f.clock.Advance(72 * time.Hour)
-		deleted, err := f.svc.Retain(f.ctx, scheduling.Retention{PurgeDeletedAfter: 48 * time.Hour})
+		deleted, err := retention.New(f.db, f.clock.Now).Retain(f.ctx, retention.Policy{PurgeDeletedAfter: 48 * time.Hour})
 		require.NoError(t, err)
 		require.EqualValues(t, 4, deleted.Schedules, "fragile, s3, born-paused and once purged")
 		check("purged", 3, 0)

@@ -8,6 +8,7 @@ import (
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/maintenance"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 )
 
 // The loop's housekeeping tasks (the "task" label of the maintenance
@@ -41,6 +42,7 @@ const vacuumEvery = time.Minute
 // database's, on periods of its own, in a served loop only.
 func (l *Loop) housekeeping(limit int, period time.Duration) (beforeFire, afterFire, upkeep []maintenance.Task[LoopResult]) {
 	svc := l.Service
+	l.sweeperOnce.Do(func() { l.sweeper = retention.New(svc.db, svc.clock.Now) })
 	beforeFire = []maintenance.Task[LoopResult]{
 		{Name: TaskResumeTimedPauses, Every: period, Run: func(ctx context.Context) (LoopResult, error) {
 			resumed, err := svc.ResumeDue(ctx, limit)
@@ -61,11 +63,11 @@ func (l *Loop) housekeeping(limit int, period time.Duration) (beforeFire, afterF
 			return LoopResult{Expired: expired}, err
 		}},
 		{Name: TaskRetention, Every: period, Run: func(ctx context.Context) (LoopResult, error) {
-			deleted, err := svc.Retain(ctx, l.Retention)
+			deleted, err := l.sweeper.Retain(ctx, l.Retention)
 			return LoopResult{Deleted: deleted}, err
 		}},
 		{Name: TaskCompactAudit, Every: period, Run: func(ctx context.Context) (LoopResult, error) {
-			deleted, err := svc.Compact(ctx, l.Retention)
+			deleted, err := l.sweeper.Compact(ctx, l.Retention)
 			return LoopResult{Deleted: deleted}, err
 		}},
 	}

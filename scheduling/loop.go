@@ -12,6 +12,7 @@ import (
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/maintenance"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 )
 
 // LoopResult summarises one pass of the loop.
@@ -43,9 +44,10 @@ type Loop struct {
 	// prepared a quarter of a second ahead), because prepared schedules stay
 	// locked — an edit of one waits for the commit — until the instant.
 	Ahead time.Duration
-	// Retention deletes old runs and purged schedules, a bounded part
-	// every pass; the zero value keeps everything.
-	Retention Retention
+	// Retention deletes old runs and purged schedules and compacts the
+	// audit streams, a bounded part every pass (package retention); the
+	// zero value keeps everything.
+	Retention retention.Policy
 	Logger    *slog.Logger
 	// OnPass, when set, observes every fire pass (metrics).
 	OnPass func(LoopResult, time.Duration, error)
@@ -78,6 +80,9 @@ type Loop struct {
 	commitUntil time.Time
 	done        chan struct{}
 	outage      outage
+
+	sweeperOnce sync.Once
+	sweeper     *retention.Sweeper // the retention and compaction passes
 }
 
 // outage is whether the loop's parts last found the database unavailable

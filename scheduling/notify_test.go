@@ -20,6 +20,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
@@ -634,7 +635,7 @@ func TestRetentionDeletesSettledDeliveries(t *testing.T) {
 		require.NotEqual(t, models.DeliveryDelivered, f.deliveries("down")[0].Status, "the down receiver's delivery waits to retry")
 
 		f.clock.Advance(72 * time.Hour)
-		deleted, err := f.svc.Retain(f.ctx, scheduling.Retention{KeepRuns: 48 * time.Hour})
+		deleted, err := retention.New(f.db, f.clock.Now).Retain(f.ctx, retention.Policy{KeepRuns: 48 * time.Hour})
 		require.NoError(t, err)
 		require.Equal(t, 1, deleted.Deliveries)
 		require.Empty(t, f.deliveries("ok"))

@@ -16,6 +16,7 @@ import (
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -110,7 +111,8 @@ func benchRetention(b *testing.B, dialect, mode string) {
 	db := dbtest.Open(b, dialect)
 	clock := &simClock{}
 	svc := scheduling.New(scheduling.Config{DB: db, Clock: clock})
-	retention := scheduling.Retention{KeepRuns: time.Hour}
+	policy := retention.Policy{KeepRuns: time.Hour}
+	sweeper := retention.New(db, clock.Now)
 	spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
 	if err := loadgen.Seed(ctx, db, "ret", retentionSchedules, spec, t0); err != nil {
 		b.Fatal(err)
@@ -168,7 +170,7 @@ func benchRetention(b *testing.B, dialect, mode string) {
 				sweepStart := time.Now()
 				defer func() { sweepTook += time.Since(sweepStart) }()
 				for {
-					d, err := svc.Retain(ctx, retention)
+					d, err := sweeper.Retain(ctx, policy)
 					if err != nil {
 						b.Error(err)
 						return
@@ -199,7 +201,7 @@ func benchRetention(b *testing.B, dialect, mode string) {
 			sweepStart := time.Now()
 			for s := 2; s < 60; s++ {
 				clock.Set(at.Add(time.Duration(s) * time.Second))
-				d, err := svc.Retain(ctx, retention)
+				d, err := sweeper.Retain(ctx, policy)
 				if err != nil {
 					b.Fatal(err)
 				}

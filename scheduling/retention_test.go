@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 )
 
@@ -43,7 +44,7 @@ func TestRetentionKeepsTablesFlat(t *testing.T) {
 		_, err = f.svc.CompleteRun(f.ctx, "default", res.RunID, w1, nil)
 		require.NoError(t, err)
 
-		loop := &scheduling.Loop{Service: f.svc, Retention: scheduling.Retention{KeepRuns: 48 * time.Hour, Batch: 7}}
+		loop := &scheduling.Loop{Service: f.svc, Retention: retention.Policy{KeepRuns: 48 * time.Hour, Batch: 7}}
 		var sizes []int
 		for hour := 1; hour <= 24*6; hour++ {
 			f.clock.Set(t0.Truncate(time.Hour).Add(time.Duration(hour) * time.Hour))
@@ -107,7 +108,7 @@ func TestRetentionPurgesDeletedSchedules(t *testing.T) {
 		_, err = f.svc.Delete(f.ctx, "default", "recent", nil)
 		require.NoError(t, err)
 
-		deleted, err := f.svc.Retain(f.ctx, scheduling.Retention{PurgeDeletedAfter: 48 * time.Hour, Batch: 2})
+		deleted, err := retention.New(f.db, f.clock.Now).Retain(f.ctx, retention.Policy{PurgeDeletedAfter: 48 * time.Hour, Batch: 2})
 		require.NoError(t, err)
 		// Each failed run: RunStarted, RunAttemptFailed, RunFailed stored
 		// (ScheduleTriggered is served from the run row, which is also its
@@ -145,7 +146,7 @@ func TestRetentionVacuumsWhatItDeleted(t *testing.T) {
 	}
 	require.Equal(t, -1.0, reltuples(), "not vacuumed yet")
 	f.clock.Advance(2 * time.Hour)
-	d, err := f.svc.Retain(f.ctx, scheduling.Retention{KeepRuns: time.Hour})
+	d, err := retention.New(f.db, f.clock.Now).Retain(f.ctx, retention.Policy{KeepRuns: time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, 1, d.Runs, "the older run; the latest stays")
 	require.Equal(t, 1.0, reltuples(), "vacuumed: one live run")

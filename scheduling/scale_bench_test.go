@@ -12,6 +12,7 @@ import (
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
+	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
 	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
@@ -52,7 +53,7 @@ func BenchmarkLoopPassIdle(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				loop := &scheduling.Loop{Service: svc, Limit: 500, Retention: scheduling.Retention{KeepRuns: 30 * 24 * time.Hour}}
+				loop := &scheduling.Loop{Service: svc, Limit: 500, Retention: retention.Policy{KeepRuns: 30 * 24 * time.Hour}}
 				for i := 0; b.Loop(); i++ {
 					now := t0.Add(time.Duration(i) * time.Second)
 					clock.Set(now)

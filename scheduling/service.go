@@ -70,8 +70,6 @@ type Service struct {
 	executor      *executor
 	turns         *writerTurns // the fire pass first on SQLite (turns.go)
 	dispatch      dispatcher
-	swept         sweptTables
-	compaction    compactCursor
 	calendars     calendarCache
 }
 

@@ -1,4 +1,4 @@
-package scheduling
+package retention
 
 import (
 	"context"
@@ -34,12 +34,12 @@ type compactCursor struct {
 	after string
 }
 
-// Compact runs one bounded compaction pass (Retention.KeepRuns, Batch,
+// Compact runs one bounded compaction pass (Policy.KeepRuns, Batch,
 // Budget) and says how many events it deleted. Their table is vacuumed
 // with retention's tables (sweptTables).
-func (s *Service) Compact(ctx context.Context, r Retention) (models.DeletedRows, error) {
+func (s *Sweeper) Compact(ctx context.Context, r Policy) (models.DeletedRows, error) {
 	d, err := s.compact(ctx, r)
-	if verr := s.swept.vacuum(ctx, s.db, s.clock.Now(), d); err == nil {
+	if verr := s.swept.vacuum(ctx, s.db, s.now(), d); err == nil {
 		err = verr
 	}
 	return d, err
@@ -49,7 +49,7 @@ func (s *Service) Compact(ctx context.Context, r Retention) (models.DeletedRows,
 // lists.
 const compactSchedulesPerRead = 100
 
-func (s *Service) compact(ctx context.Context, r Retention) (models.DeletedRows, error) {
+func (s *Sweeper) compact(ctx context.Context, r Policy) (models.DeletedRows, error) {
 	var total models.DeletedRows
 	if r.KeepRuns <= 0 {
 		return total, nil
@@ -62,12 +62,12 @@ func (s *Service) compact(ctx context.Context, r Retention) (models.DeletedRows,
 	}
 	s.compaction.mu.Lock()
 	defer s.compaction.mu.Unlock()
-	started := s.clock.Now()
+	started := s.now()
 	before := s.now().Add(-r.KeepRuns)
 	// One full round at most: a pass that has seen every schedule ends
 	// even with budget left.
 	wrapped := false
-	for ctx.Err() == nil && s.clock.Now().Sub(started) < r.Budget {
+	for ctx.Err() == nil && s.now().Sub(started) < r.Budget {
 		list, err := models.CompactionCandidates(ctx, s.db, s.compaction.after, compactSchedulesPerRead)
 		if err != nil {
 			return total, err
@@ -81,7 +81,7 @@ func (s *Service) compact(ctx context.Context, r Retention) (models.DeletedRows,
 			continue
 		}
 		for _, c := range list {
-			if ctx.Err() != nil || s.clock.Now().Sub(started) >= r.Budget {
+			if ctx.Err() != nil || s.now().Sub(started) >= r.Budget {
 				return total, nil
 			}
 			n, err := s.compactOne(ctx, c.ID, before, r.Batch)
@@ -97,7 +97,7 @@ func (s *Service) compact(ctx context.Context, r Retention) (models.DeletedRows,
 
 // compactOne deletes up to limit of one schedule's fire and skip events
 // recorded before `before`, oldest first, in one transaction.
-func (s *Service) compactOne(ctx context.Context, scheduleULID string, before time.Time, limit int) (int, error) {
+func (s *Sweeper) compactOne(ctx context.Context, scheduleULID string, before time.Time, limit int) (int, error) {
 	var n int
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		prev, err := models.CompactionOf(ctx, tx, scheduleULID)
@@ -130,7 +130,7 @@ func (s *Service) compactOne(ctx context.Context, scheduleULID string, before ti
 				c.FromSequence = e.Sequence
 			}
 			c.ThroughSequence = e.Sequence
-			if e.EventType == EventScheduleTriggered {
+			if e.EventType == models.FireEventType {
 				c.Fires++
 			} else {
 				c.Skips++

@@ -1,4 +1,9 @@
-package scheduling
+// Package retention keeps the tables flat for years (CONTRACT §13, SPEC
+// §19): the loop's retention and audit compaction tasks, each one bounded
+// pass at a time, and the vacuum of the tables they delete from. It needs
+// the database and the time only; the loop (scheduling.Loop) runs its
+// passes as maintenance tasks beside the fires.
+package retention
 
 import (
 	"context"
@@ -11,15 +16,30 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Retention keeps the tables flat under steady firing (CONTRACT §13): finished
-// runs (with their history and instances) and settled notification
-// deliveries older than KeepRuns are deleted,
-// and deleted schedules with their whole stream PurgeDeletedAfter their
-// deletion. A schedule's latest run is never deleted; the audit stream of a
-// live schedule is never touched. An instance deleted with its run no
-// longer blocks its occurrence: a backfill older than KeepRuns may start
-// it again.
-type Retention struct {
+// Sweeper runs retention and compaction passes. One serves a process: the
+// compaction cursor and the vacuum schedule are its own.
+type Sweeper struct {
+	db         bun.IDB
+	clock      func() time.Time
+	swept      sweptTables
+	compaction compactCursor
+}
+
+// New is a sweeper of db reading the time from now.
+func New(db bun.IDB, now func() time.Time) *Sweeper { return &Sweeper{db: db, clock: now} }
+
+// now is the time in UTC microseconds, as the rows store it.
+func (s *Sweeper) now() time.Time { return s.clock().UTC().Truncate(time.Microsecond) }
+
+// Policy is what retention keeps (CONTRACT §13): finished runs (with their
+// history and instances) and settled notification deliveries older than
+// KeepRuns are deleted, and deleted schedules with their whole stream
+// PurgeDeletedAfter their deletion. A schedule's latest run is never
+// deleted; the audit stream of a live schedule only loses its fire and
+// skip events older than KeepRuns (Compact). An instance deleted with its
+// run no longer blocks its occurrence: a backfill older than KeepRuns may
+// start it again.
+type Policy struct {
 	KeepRuns          time.Duration // 0 keeps runs forever
 	PurgeDeletedAfter time.Duration // 0 never purges deleted schedules
 	// Batch is how many runs (or rows of a purged schedule) one statement
@@ -35,15 +55,15 @@ type Retention struct {
 // Retain runs one bounded retention pass and says what it deleted. The
 // tables it deleted from are vacuumed every five minutes at most
 // (sweptTables), so their space is reused for new rows.
-func (s *Service) Retain(ctx context.Context, r Retention) (models.DeletedRows, error) {
+func (s *Sweeper) Retain(ctx context.Context, r Policy) (models.DeletedRows, error) {
 	d, err := s.retain(ctx, r)
-	if verr := s.swept.vacuum(ctx, s.db, s.clock.Now(), d); err == nil {
+	if verr := s.swept.vacuum(ctx, s.db, s.now(), d); err == nil {
 		err = verr
 	}
 	return d, err
 }
 
-func (s *Service) retain(ctx context.Context, r Retention) (models.DeletedRows, error) {
+func (s *Sweeper) retain(ctx context.Context, r Policy) (models.DeletedRows, error) {
 	var total models.DeletedRows
 	if r.KeepRuns <= 0 && r.PurgeDeletedAfter <= 0 {
 		return total, nil
@@ -54,8 +74,8 @@ func (s *Service) retain(ctx context.Context, r Retention) (models.DeletedRows, 
 	if r.Budget <= 0 {
 		r.Budget = 200 * time.Millisecond
 	}
-	started := s.clock.Now()
-	inBudget := func() bool { return ctx.Err() == nil && s.clock.Now().Sub(started) < r.Budget }
+	started := s.now()
+	inBudget := func() bool { return ctx.Err() == nil && s.now().Sub(started) < r.Budget }
 	if r.KeepRuns > 0 {
 		before := s.now().Add(-r.KeepRuns)
 		for inBudget() {
