@@ -17,7 +17,7 @@ import (
 // API serves the JSON API of CONTRACT §8. Every handler resolves the
 // namespace, decodes, calls one service method and encodes its result.
 type API struct {
-	Service *scheduling.Service
+	Service APIServices
 	// Namespace, when set, is the only namespace this server serves.
 	Namespace string
 	Clock     scheduling.Clock

@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"time"
-
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
@@ -100,4 +100,27 @@ type CalendarKeeper interface {
 	CalendarHistory(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.ObjectHistoryPage, error)
 }
 
-var _ ConsoleServices = (*scheduling.Service)(nil)
+// APIServices is everything the JSON API uses: the console's areas, the
+// backfill jobs, a version by number, a notifier's history, and the tick
+// of POST /tick.
+type APIServices interface {
+	ConsoleServices
+	BackfillKeeper
+	Version(ctx context.Context, namespace, scheduleID string, n int64) (*scheduling.Version, error)
+	NotifierHistory(ctx context.Context, namespace, name, cursor string, limit int) (*scheduling.ObjectHistoryPage, error)
+	Tick(ctx context.Context, limit int) ([]scheduling.TickRow, error)
+}
+
+// RunQueue is the worker protocol's side of the run queue.
+type RunQueue interface {
+	Poll(ctx context.Context, req scheduling.PollRequest) ([]models.Run, error)
+	Heartbeat(ctx context.Context, namespace, runID string, holder scheduling.LeaseHolder, leaseSeconds int) (*models.Run, error)
+	CompleteRun(ctx context.Context, namespace, runID string, holder scheduling.LeaseHolder, output json.RawMessage) (*models.Run, error)
+	FailRun(ctx context.Context, namespace, runID string, holder scheduling.LeaseHolder, f scheduling.Failure) (*models.Run, error)
+}
+
+var (
+	_ ConsoleServices = (*scheduling.Service)(nil)
+	_ APIServices     = (*scheduling.Service)(nil)
+	_ RunQueue        = (*scheduling.Service)(nil)
+)

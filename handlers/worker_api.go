@@ -15,7 +15,7 @@ import (
 // The run queue behind it is scheduling/runqueue.go; the Go worker that
 // speaks it is the worker package.
 type WorkerAPI struct {
-	Service   *scheduling.Service
+	Service   RunQueue
 	Namespace string
 }
 
