@@ -199,3 +199,19 @@ func TestHealthPendingKeepsExistingHealth(t *testing.T) {
 		})
 	}
 }
+
+// On PostgreSQL, migration 0028 installs pg_trgm where it may (here it
+// may) and indexes the free-text search: the schedule ID, the note and the
+// workflow type, lower-cased as the search compares them.
+func TestSearchTextIndexesOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	var defs []string
+	require.NoError(t, db.NewRaw(`SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()
+		AND indexname IN ('workflow_schedules_id_trgm_idx', 'workflow_schedules_note_trgm_idx', 'workflow_schedules_type_trgm_idx')
+		ORDER BY indexname`).Scan(context.Background(), &defs))
+	require.Len(t, defs, 3)
+	for i, column := range []string{"lower(schedule_id)", "lower(note)", "lower((action ->> 'workflow_type'::text))"} {
+		require.Contains(t, defs[i], "USING gin ("+column+" public.gin_trgm_ops)")
+	}
+}

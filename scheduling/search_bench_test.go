@@ -18,13 +18,15 @@ import (
 )
 
 // BenchmarkListFiltered: the first page of a namespace's schedules
-// filtered by a rare workflow type or a rare label (1 in 1,000 of 100,000
-// schedules; TIDELINE_BENCH_SCHEDULES sets another count), with the search
-// indexes of migration 0026 and, in the same run, without them (index=off
+// filtered by a rare workflow type, a rare label or a free-text search
+// matching rare notes (1 in 1,000 of 100,000 schedules;
+// TIDELINE_BENCH_SCHEDULES sets another count), with the search indexes of
+// migrations 0026 and 0028 and, in the same run, without them (index=off
 // drops them: what every page cost before). Without an index such a page
-// walks the whole namespace; with one it is a range of the type index or
-// a lookup in the labels' GIN index (PostgreSQL; SQLite has no index over
-// JSON keys, so its label page walks as before). docs/PERFORMANCE.md.
+// walks the whole namespace; with one it is a range of the type index, a
+// lookup in the labels' GIN index or in the trigram indexes (PostgreSQL;
+// SQLite has no index over JSON keys or trigrams, so its label and text
+// pages walk as before). docs/PERFORMANCE.md.
 //
 //	go test ./scheduling -run '^$' -bench ListFiltered -benchtime 20x -count 3
 func BenchmarkListFiltered(b *testing.B) {
@@ -44,6 +46,7 @@ func BenchmarkListFiltered(b *testing.B) {
 			}
 			if _, err := db.NewUpdate().Model((*models.Schedule)(nil)).
 				Set("action = ?", models.Action{WorkflowType: "rare.Type"}).Set("labels = ?", map[string]string{"tier": "rare"}).
+				Set("note = ?", "Rarely fired").
 				Where("schedule_id IN (?)", bun.In(rare)).Exec(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -61,9 +64,10 @@ func BenchmarkListFiltered(b *testing.B) {
 			filters := map[string]scheduling.ListFilter{
 				"type":  {Namespace: "default", WorkflowType: "rare.Type"},
 				"label": {Namespace: "default", Label: "tier=rare"},
+				"text":  {Namespace: "default", Text: "rarely"},
 			}
 			run := func(index string) {
-				for _, name := range []string{"type", "label"} {
+				for _, name := range []string{"type", "label", "text"} {
 					b.Run(name+"/index="+index, func(b *testing.B) {
 						for b.Loop() {
 							page, err := svc.List(ctx, filters[name])
@@ -75,7 +79,8 @@ func BenchmarkListFiltered(b *testing.B) {
 				}
 			}
 			run("on")
-			for _, idx := range []string{"workflow_schedules_workflow_type_idx", "workflow_schedules_labels_idx"} {
+			for _, idx := range []string{"workflow_schedules_workflow_type_idx", "workflow_schedules_labels_idx",
+				"workflow_schedules_id_trgm_idx", "workflow_schedules_note_trgm_idx", "workflow_schedules_type_trgm_idx"} {
 				if _, err := db.ExecContext(ctx, "DROP INDEX IF EXISTS "+idx); err != nil {
 					b.Fatal(err)
 				}
