@@ -36,7 +36,7 @@ func TestUpgradeTo0025CountsExistingSchedules(t *testing.T) {
 			require.NoError(t, err)
 
 			spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
-			require.NoError(t, loadgen.Seed(ctx, db, "up", 10, spec, time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)))
+			require.NoError(t, loadgen.SeedSchedules(ctx, db, "up", 10, spec, time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)))
 			for _, set := range []struct{ ids, column, value string }{
 				{"'up-000000', 'up-000001', 'up-000002'", "status", models.StatusPaused},
 				{"'up-000003'", "status", models.StatusDeleted},
