@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 
@@ -35,7 +36,7 @@ func SaveRecentActions(ctx context.Context, db bun.IDB, rows []*RecentActionRow)
 	}
 	if !database.Of(db).TypedArrays() {
 		_, err := db.NewInsert().Model(&rows).On("CONFLICT (schedule_ulid, slot) DO UPDATE").
-			Set("n = EXCLUDED.n, code = EXCLUDED.code, outcome = EXCLUDED.outcome, instance_id = EXCLUDED.instance_id, run_id = EXCLUDED.run_id").
+			Set("n = EXCLUDED.n, code = EXCLUDED.code, run_ulid = EXCLUDED.run_ulid, outcome = EXCLUDED.outcome, instance_id = EXCLUDED.instance_id, run_id = EXCLUDED.run_id").
 			Set("fired_at = EXCLUDED.fired_at, occurrence_time = EXCLUDED.occurrence_time, fire_lag_ms = EXCLUDED.fire_lag_ms, reason = EXCLUDED.reason").
 			Exec(ctx)
 		if err != nil {
@@ -50,25 +51,27 @@ func SaveRecentActions(ctx context.Context, db bun.IDB, rows []*RecentActionRow)
 		slot, number                       = make([]int64, n), make([]int64, n)
 		code, lag                          = make([]*int64, n), make([]*int64, n)
 		firedAt, occurrence                = make([]time.Time, n), make([]time.Time, n)
+		runULID                            = make([][]byte, n)
 	)
 	for i, r := range rows {
 		ulid[i], slot[i], number[i], outcome[i] = r.ScheduleULID, int64(r.Slot), r.N, r.Outcome
 		instanceID[i], runID[i], reason[i] = r.InstanceID, r.RunID, r.Reason
-		firedAt[i], occurrence[i], lag[i] = r.FiredAt, r.OccurrenceTime, r.FireLagMs
+		firedAt[i], occurrence[i], lag[i], runULID[i] = r.FiredAt, r.OccurrenceTime, r.FireLagMs, r.RunULID
 		if r.Code != nil {
 			c := int64(*r.Code)
 			code[i] = &c
 		}
 	}
-	_, err := db.NewRaw(`INSERT INTO workflow_schedule_recent_actions (schedule_ulid, slot, n, code, outcome, instance_id,
-			run_id, fired_at, occurrence_time, fire_lag_ms, reason)
-		SELECT * FROM unnest(?::text[], ?::smallint[], ?::bigint[], ?::smallint[], ?::text[], ?::text[], ?::text[],
-			?::timestamptz[], ?::timestamptz[], ?::bigint[], ?::text[])
-		ON CONFLICT (schedule_ulid, slot) DO UPDATE SET n = EXCLUDED.n, code = EXCLUDED.code, outcome = EXCLUDED.outcome,
+	_, err := db.NewRaw(`INSERT INTO workflow_schedule_recent_actions (schedule_ulid, slot, n, code, run_ulid, outcome,
+			instance_id, run_id, fired_at, occurrence_time, fire_lag_ms, reason)
+		SELECT * FROM unnest(?::text[], ?::smallint[], ?::bigint[], ?::smallint[], ?::bytea[], ?::text[], ?::text[],
+			?::text[], ?::timestamptz[], ?::timestamptz[], ?::bigint[], ?::text[])
+		ON CONFLICT (schedule_ulid, slot) DO UPDATE SET n = EXCLUDED.n, code = EXCLUDED.code, run_ulid = EXCLUDED.run_ulid,
+			outcome = EXCLUDED.outcome,
 			instance_id = EXCLUDED.instance_id, run_id = EXCLUDED.run_id, fired_at = EXCLUDED.fired_at,
 			occurrence_time = EXCLUDED.occurrence_time, fire_lag_ms = EXCLUDED.fire_lag_ms, reason = EXCLUDED.reason`,
 		pgdialect.Array(ulid), pgdialect.Array(slot), pgdialect.Array(number), pgdialect.Array(code),
-		pgdialect.Array(outcome), pgdialect.Array(instanceID), pgdialect.Array(runID), pgdialect.Array(firedAt),
+		pgdialect.Array(runULID), pgdialect.Array(outcome), pgdialect.Array(instanceID), pgdialect.Array(runID), pgdialect.Array(firedAt),
 		pgdialect.Array(occurrence), pgdialect.Array(lag), pgdialect.Array(reason)).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("save recent actions: %w", err)
@@ -161,12 +164,12 @@ func derivedInstanceID(scheduleID, outcome string, occurrence time.Time) string 
 }
 
 // encode sets the row's columns from its Action in the compact shape: the
-// outcome and reason as their code, and fire_lag_ms and instance_id NULL
+// outcome and reason as their code, the run ID as its bytes, and fire_lag_ms and instance_id NULL
 // when decode recomputes exactly the same values from what is stored. An
 // action without a code is stored whole, in the old shape.
 func (r *RecentActionRow) encode() {
 	a := r.Action
-	r.FiredAt, r.OccurrenceTime, r.RunID = a.FiredAt, a.OccurrenceTime, nonEmpty(a.RunID)
+	r.FiredAt, r.OccurrenceTime, r.RunID, r.RunULID = a.FiredAt, a.OccurrenceTime, nonEmpty(a.RunID), nil
 	code, ok := RecentActionCode(a.Outcome, a.Reason)
 	if !ok {
 		lag := a.FireLagMs
@@ -174,6 +177,11 @@ func (r *RecentActionRow) encode() {
 		return
 	}
 	r.Code, r.Outcome, r.Reason, r.InstanceID, r.FireLagMs = &code, nil, nil, nil, nil
+	// A run ID in ULID's canonical spelling is its 16 bytes; any other
+	// (one a test or an older release made) stays text.
+	if id, err := ulid.ParseStrict(a.RunID); err == nil && id.String() == a.RunID {
+		r.RunULID, r.RunID = id[:], nil
+	}
 	// Both databases keep microseconds: a finer time would be stored
 	// rounded, and the lag recomputed from it could differ.
 	if !micro(a.FiredAt) || !micro(a.OccurrenceTime) || FireLagMs(a.FiredAt, a.OccurrenceTime) != a.FireLagMs {
@@ -196,6 +204,9 @@ func (r *RecentActionRow) decode() RecentAction {
 	if r.Outcome != nil || r.Code == nil {
 		a.Outcome, a.InstanceID, a.Reason, a.FireLagMs = deref(r.Outcome), deref(r.InstanceID), deref(r.Reason), deref(r.FireLagMs)
 		return a
+	}
+	if len(r.RunULID) == len(ulid.ULID{}) {
+		a.RunID = ulid.ULID(r.RunULID).String()
 	}
 	if c := int(*r.Code); c > 0 && c < len(ringCodes) {
 		a.Outcome, a.Reason = ringCodes[c].outcome, ringCodes[c].reason

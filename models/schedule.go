@@ -137,9 +137,10 @@ const RecentActionsKept = 10
 //
 // Action is what the row holds; the columns after it store it, in one of
 // two shapes (migration 0027, recent_actions.go): the compact one, with
-// the outcome and reason as Code and the values a read can recompute left
-// NULL, or the one before 0027 (Outcome set), which the previous release
-// writes during a rolling upgrade.
+// the outcome and reason as Code, the run ID's 16 bytes in RunULID and
+// the values a read can recompute left NULL, or the one before 0027
+// (Outcome set), which the previous release writes during a rolling
+// upgrade.
 type RecentActionRow struct {
 	bun.BaseModel `bun:"table:workflow_schedule_recent_actions,alias:ra"`
 
@@ -153,6 +154,7 @@ type RecentActionRow struct {
 	ScheduleID string `bun:"schedule_id,scanonly"`
 
 	Code           *int16    `bun:"code"`
+	RunULID        []byte    `bun:"run_ulid"`
 	Outcome        *string   `bun:"outcome"`
 	InstanceID     *string   `bun:"instance_id"`
 	RunID          *string   `bun:"run_id"`

@@ -1,7 +1,7 @@
 -- The ring of recent actions, compacted (issue 35; the PostgreSQL
 -- migration says why and what a row stores now). SQLite cannot drop a
 -- NOT NULL constraint, so the table is rebuilt with outcome and
--- fire_lag_ms nullable and the code column added; an embedded database
+-- fire_lag_ms nullable and the code and run_ulid columns added; an embedded database
 -- has one process, so no older binary shares it during the rebuild.
 CREATE TABLE workflow_schedule_recent_actions_0027 (
     schedule_ulid   text NOT NULL,
@@ -15,6 +15,7 @@ CREATE TABLE workflow_schedule_recent_actions_0027 (
     fire_lag_ms     integer,
     reason          text,
     code            integer,
+    run_ulid        blob,
     PRIMARY KEY (schedule_ulid, slot)
 ) WITHOUT ROWID;
 
