@@ -17,7 +17,10 @@
 -- Expand only, for a rolling upgrade: the previous release still reads
 -- and writes every old column. Its upsert sets outcome, so a row whose
 -- outcome is not NULL is in the old shape whatever code it still carries,
--- and this release reads it from the old columns alone. Both ALTERs only
+-- and this release reads it from the old columns alone. The previous
+-- release reads a compact row without an error, but shows its outcome,
+-- instance and run ID empty and its lag as 0 (display only, until that
+-- replica is replaced: docs/PRODUCTION.md's rolling order). Both ALTERs only
 -- change the catalog (no rewrite). The contract step, once no replica of
 -- the previous release runs: rewrite the rows still in the old shape (a
 -- schedule's next ten fires do; one that stopped firing keeps them), then
