@@ -85,7 +85,7 @@ func TestMigrateTwice(t *testing.T) {
 	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "t.db")
 	out, _, err := runCLI(t, map[string]string{"TIDELINE_DATABASE_URL": dbURL}, "migrate")
 	require.NoError(t, err)
-	require.Equal(t, "Applied 0001_init.sql\nApplied 0002_claim_order_index.sql\nApplied 0003_run_expiry_indexes.sql\nApplied 0004_pause_reason.sql\nApplied 0005_run_outcomes.sql\nApplied 0006_security.sql\nApplied 0007_ledger.sql\nApplied 0008_notifications.sql\nApplied 0009_light_fire.sql\nApplied 0010_health_pending.sql\nApplied 0011_history_type_index.sql\nApplied 0012_due_queue.sql\nApplied 0014_http_targets.sql\nApplied 0016_object_audit.sql\nApplied 0019_backfill_jobs.sql\nApplied 0022_audit_compaction.sql\nApplied 0023_calendars.sql\nApplied 0024_notifier_health.sql\nApplied 0025_namespace_schedule_counts.sql\nApplied 0026_search_indexes.sql\n", out)
+	require.Equal(t, "Applied 0001_init.sql\nApplied 0002_claim_order_index.sql\nApplied 0003_run_expiry_indexes.sql\nApplied 0004_pause_reason.sql\nApplied 0005_run_outcomes.sql\nApplied 0006_security.sql\nApplied 0007_ledger.sql\nApplied 0008_notifications.sql\nApplied 0009_light_fire.sql\nApplied 0010_health_pending.sql\nApplied 0011_history_type_index.sql\nApplied 0012_due_queue.sql\nApplied 0014_http_targets.sql\nApplied 0016_object_audit.sql\nApplied 0019_backfill_jobs.sql\nApplied 0022_audit_compaction.sql\nApplied 0023_calendars.sql\nApplied 0024_notifier_health.sql\nApplied 0025_namespace_schedule_counts.sql\nApplied 0026_search_indexes.sql\nApplied 0027_compact_recent_actions.sql\n", out)
 	out, _, err = runCLI(t, nil, "migrate", "--database", dbURL)
 	require.NoError(t, err)
 	require.Equal(t, "Database is up to date.\n", out)

@@ -71,10 +71,12 @@ func seedRings(ctx context.Context, db bun.IDB, prefix string, start, end int, n
 			id := fmt.Sprintf("%s%020d", prefix, i)
 			for k := range int64(models.RecentActionsKept) {
 				at := next.Add(time.Duration(k-models.RecentActionsKept) * time.Minute).UTC()
-				rows = append(rows, models.RecentActionSlot(id, k, models.RecentAction{
-					InstanceID: fmt.Sprintf("schedule:%s:%d", ScheduleID(prefix, i), at.Unix()), RunID: fmt.Sprintf("SEEDRUN%019d", i*100+int(k)),
+				row := models.RecentActionSlot(id, k, models.RecentAction{
+					InstanceID: models.ScheduledInstanceID(ScheduleID(prefix, i), at), RunID: fmt.Sprintf("SEEDRUN%019d", i*100+int(k)),
 					Outcome: "scheduled", FiredAt: at, OccurrenceTime: at,
-				}))
+				})
+				row.ScheduleID = ScheduleID(prefix, i)
+				rows = append(rows, row)
 			}
 		}
 		if err := models.SaveRecentActions(ctx, db, rows); err != nil {

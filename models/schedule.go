@@ -116,15 +116,15 @@ type BufferedAction struct {
 }
 
 // RecentAction is one of a schedule's last ten actions: a fire that
-// started a run, was skipped or was buffered.
+// started a run, was skipped or was buffered. RecentActionRow stores it.
 type RecentAction struct {
-	InstanceID     string    `bun:"instance_id,nullzero"`
-	RunID          string    `bun:"run_id,nullzero"`
-	Outcome        string    `bun:"outcome,notnull"`
-	FiredAt        time.Time `bun:"fired_at,notnull"`
-	OccurrenceTime time.Time `bun:"occurrence_time,notnull"`
-	FireLagMs      int64     `bun:"fire_lag_ms,notnull"`
-	Reason         string    `bun:"reason,nullzero"`
+	InstanceID     string
+	RunID          string
+	Outcome        string
+	FiredAt        time.Time
+	OccurrenceTime time.Time
+	FireLagMs      int64
+	Reason         string
 }
 
 // RecentActionsKept is how many actions a schedule's ring holds.
@@ -134,13 +134,34 @@ const RecentActionsKept = 10
 // of a schedule's ring of its last ten actions (migration 0012). Action N
 // of a schedule (numbered from 0 by Schedule.ActionsCount) goes to slot
 // N % RecentActionsKept, over the action ten before it.
+//
+// Action is what the row holds; the columns after it store it, in one of
+// two shapes (migration 0027, recent_actions.go): the compact one, with
+// the outcome and reason as Code, the run ID's 16 bytes in RunULID and
+// the values a read can recompute left NULL, or the one before 0027
+// (Outcome set), which the previous release writes during a rolling
+// upgrade.
 type RecentActionRow struct {
 	bun.BaseModel `bun:"table:workflow_schedule_recent_actions,alias:ra"`
 
-	ScheduleULID string `bun:"schedule_ulid,pk"`
-	Slot         int    `bun:"slot,pk"`
-	N            int64  `bun:"n,notnull"`
-	RecentAction
+	ScheduleULID string       `bun:"schedule_ulid,pk"`
+	Slot         int          `bun:"slot,pk"`
+	N            int64        `bun:"n,notnull"`
+	Action       RecentAction `bun:"-"`
+	// ScheduleID is the schedule's, which the instance ID of a scheduled
+	// or backfilled fire contains; a row written without it keeps its
+	// instance ID. Read with the row.
+	ScheduleID string `bun:"schedule_id,scanonly"`
+
+	Code           *int16    `bun:"code"`
+	RunULID        []byte    `bun:"run_ulid"`
+	Outcome        *string   `bun:"outcome"`
+	InstanceID     *string   `bun:"instance_id"`
+	RunID          *string   `bun:"run_id"`
+	FiredAt        time.Time `bun:"fired_at,notnull"`
+	OccurrenceTime time.Time `bun:"occurrence_time,notnull"`
+	FireLagMs      *int64    `bun:"fire_lag_ms"`
+	Reason         *string   `bun:"reason"`
 }
 
 // Schedule is a row of workflow_schedules.

@@ -3,7 +3,6 @@ package scheduling
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -35,13 +34,14 @@ const (
 	SkipAlreadyStart  = "already_started"
 )
 
-// Instance IDs are deterministic so that one occurrence can start once only.
+// Instance IDs are deterministic so that one occurrence can start once
+// only; the rules live in models, where a compact ring row recomputes them.
 func scheduledInstanceID(scheduleID string, nominal time.Time) string {
-	return "schedule:" + scheduleID + ":" + strconv.FormatInt(nominal.Unix(), 10)
+	return models.ScheduledInstanceID(scheduleID, nominal)
 }
 
 func backfillInstanceID(scheduleID string, nominal time.Time) string {
-	return "schedule:" + scheduleID + ":backfill:" + strconv.FormatInt(nominal.Unix(), 10)
+	return models.BackfillInstanceID(scheduleID, nominal)
 }
 
 // manualInstanceID names a manual fire by a ULID: its first ten characters
@@ -204,10 +204,12 @@ func (s *Service) buffer(ctx context.Context, rec *recorder, sch *models.Claimed
 func remember(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, a models.RecentAction, req fireRequest) error {
 	a.FiredAt = rec.now
 	a.OccurrenceTime = req.occurrence
-	a.FireLagMs = rec.now.Sub(req.occurrence).Milliseconds()
+	a.FireLagMs = models.FireLagMs(rec.now, req.occurrence)
 	n := sch.ActionsCount
 	sch.ActionsCount++
-	return rec.w.saveRecent(ctx, models.RecentActionSlot(sch.ID, n, a))
+	row := models.RecentActionSlot(sch.ID, n, a)
+	row.ScheduleID = sch.ScheduleID
+	return rec.w.saveRecent(ctx, row)
 }
 
 // route resolves where the run is queued: schedule → workflow type → default.

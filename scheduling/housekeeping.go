@@ -16,15 +16,16 @@ import (
 // served loop on a goroutine and period of its own; in RunOnce around the
 // tick, each failure kept to itself.
 const (
-	TaskResumeTimedPauses = "resume_timed_pauses" // ResumeDue
-	TaskFoldHealth        = "fold_health"         // FoldHealth
-	TaskPauseFailing      = "pause_failing"       // PauseFailing
-	TaskEnforceDeadlines  = "enforce_deadlines"   // EnforceDeadlines
-	TaskRetention         = "retention"           // Retain (and its vacuum of the swept tables)
-	TaskCompactAudit      = "compact_audit"       // Compact: fire and skip events older than KeepRuns
-	TaskOptimize          = "optimize"            // Dialect.Optimize
-	TaskVacuumDueQueue    = "vacuum_due_queue"    // models.VacuumDueQueue
-	TaskVacuumHealth      = "vacuum_health"       // models.VacuumHealth
+	TaskResumeTimedPauses = "resume_timed_pauses"   // ResumeDue
+	TaskFoldHealth        = "fold_health"           // FoldHealth
+	TaskPauseFailing      = "pause_failing"         // PauseFailing
+	TaskEnforceDeadlines  = "enforce_deadlines"     // EnforceDeadlines
+	TaskRetention         = "retention"             // Retain (and its vacuum of the swept tables)
+	TaskCompactAudit      = "compact_audit"         // Compact: fire and skip events older than KeepRuns
+	TaskOptimize          = "optimize"              // Dialect.Optimize
+	TaskVacuumDueQueue    = "vacuum_due_queue"      // models.VacuumDueQueue
+	TaskVacuumHealth      = "vacuum_health"         // models.VacuumHealth
+	TaskVacuumRing        = "vacuum_recent_actions" // models.VacuumRecentActions
 )
 
 // optimizeEvery is how often the loop refreshes SQLite's statistics.
@@ -82,6 +83,9 @@ func (l *Loop) housekeeping(limit int, period time.Duration) (beforeFire, afterF
 		}},
 		{Name: TaskVacuumHealth, Every: vacuumEvery, Run: func(ctx context.Context) (LoopResult, error) {
 			return LoopResult{}, models.VacuumHealth(ctx, svc.db)
+		}},
+		{Name: TaskVacuumRing, Every: vacuumEvery, Run: func(ctx context.Context) (LoopResult, error) {
+			return LoopResult{}, models.VacuumRecentActions(ctx, svc.db)
 		}},
 	}
 	return beforeFire, afterFire, upkeep

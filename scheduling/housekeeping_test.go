@@ -10,8 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/maintenance"
+	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
 
 // Every housekeeping task of the loop; a task added to housekeeping.go
@@ -19,7 +22,7 @@ import (
 var allTasks = []string{
 	scheduling.TaskResumeTimedPauses, scheduling.TaskFoldHealth, scheduling.TaskPauseFailing,
 	scheduling.TaskEnforceDeadlines, scheduling.TaskRetention, scheduling.TaskCompactAudit, scheduling.TaskOptimize, scheduling.TaskVacuumDueQueue,
-	scheduling.TaskVacuumHealth,
+	scheduling.TaskVacuumHealth, scheduling.TaskVacuumRing,
 }
 
 // passTasks are the ones RunOnce runs around its tick.
@@ -211,6 +214,32 @@ func TestUpkeepVacuumsTheHealthRows(t *testing.T) {
 	require.Eventually(t, func() bool { before = dead(); return before > 0 }, 10*time.Second, 50*time.Millisecond,
 		"the fold left a dead version of the health row")
 	_, err = loop.Upkeep(f.ctx)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return dead() == 0 }, 10*time.Second, 50*time.Millisecond, "dead versions after upkeep (were %d)", before)
+}
+
+// The served loop's upkeep vacuums the ring of recent actions
+// (TaskVacuumRing): a fire overwrites a slot of a full ring, leaving a
+// dead version that nothing else reclaims where autovacuum is off.
+func TestUpkeepVacuumsTheRing(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Postgres(t)
+	ctx := context.Background()
+	spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
+	require.NoError(t, loadgen.Seed(ctx, db, "ring", 3, spec, t0)) // full rings
+	clock := schedtest.NewClock(t0.Add(time.Second))
+	loop := &scheduling.Loop{Service: schedtest.Service(db, clock)}
+	res, err := loop.RunOnce(ctx)
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 3)
+	dead := func() (n int64) {
+		require.NoError(t, db.NewRaw("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'workflow_schedule_recent_actions'::regclass").Scan(ctx, &n))
+		return n
+	}
+	var before int64
+	require.Eventually(t, func() bool { before = dead(); return before > 0 }, 10*time.Second, 50*time.Millisecond,
+		"the fires left dead versions of their ring slots")
+	_, err = loop.Upkeep(ctx)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return dead() == 0 }, 10*time.Second, 50*time.Millisecond, "dead versions after upkeep (were %d)", before)
 }
