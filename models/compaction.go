@@ -38,30 +38,44 @@ func CompactionOf(ctx context.Context, db bun.IDB, scheduleULID string) (*Compac
 	return &c, nil
 }
 
-// CompactionCandidate is a schedule audit compaction visits.
+// CompactionCandidate is a schedule audit compaction passes: Due when the
+// oldest fire or skip event compaction left of its stream was recorded
+// before the cut, so a visit would delete something.
 type CompactionCandidate struct {
-	ID           string `bun:"id"`
-	LastSequence int64  `bun:"last_sequence"`
+	ID  string `bun:"id"`
+	Due bool   `bun:"due"`
 }
 
 // CompactionCandidates lists up to limit schedules after the ULID cursor,
-// in ULID order (the primary key), that have more than one event.
-func CompactionCandidates(ctx context.Context, db bun.IDB, after string, limit int) ([]CompactionCandidate, error) {
+// in ULID order (the primary key), that have more than one event, each
+// with whether it is due for compaction at before: one statement, one
+// probe of the stream's (schedule, sequence) key per schedule, so a pass
+// over schedules with nothing to compact costs a read per hundred of them
+// rather than a transaction each.
+func CompactionCandidates(ctx context.Context, db bun.IDB, after string, before time.Time, limit int) ([]CompactionCandidate, error) {
 	var out []CompactionCandidate
-	err := db.NewSelect().Model((*Schedule)(nil)).Column("s.id", "s.last_sequence").
-		Where("s.id > ? AND s.last_sequence > 1", after).OrderExpr("s.id ASC").Limit(int64(limit)).Scan(ctx, &out)
+	err := db.NewRaw(`SELECT s.id, COALESCE((SELECT e.recorded_at < ? FROM workflow_schedule_history_events AS e
+			WHERE e.workflow_schedule_id = s.id AND e.event_type IN (?)
+			AND e.sequence > COALESCE((SELECT c.through_sequence FROM workflow_schedule_compaction AS c
+				WHERE c.workflow_schedule_id = s.id), 0)
+			ORDER BY e.sequence ASC LIMIT 1), FALSE) AS due
+		FROM workflow_schedules AS s WHERE s.id > ? AND s.last_sequence > 1 ORDER BY s.id ASC LIMIT ?`,
+		before, bun.In(compactableTypes), after, limit).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules to compact: %w", err)
 	}
 	return out, nil
 }
 
+// compactableTypes are the event types audit compaction deletes.
+var compactableTypes = []string{FireEventType, "ScheduleTriggerSkipped"}
+
 // NewestFireSequence is the sequence of a schedule's newest
 // ScheduleTriggered (0 if none): one probe of the type index (0011).
 func NewestFireSequence(ctx context.Context, db bun.IDB, scheduleULID string) (int64, error) {
 	var seq []int64
 	err := db.NewSelect().Model((*ScheduleEvent)(nil)).Column("se.sequence").
-		Where("se.workflow_schedule_id = ? AND se.event_type = ?", scheduleULID, "ScheduleTriggered").
+		Where("se.workflow_schedule_id = ? AND se.event_type = ?", scheduleULID, FireEventType).
 		OrderExpr("se.sequence DESC").Limit(1).Scan(ctx, &seq)
 	if err != nil {
 		return 0, fmt.Errorf("read newest fire: %w", err)
@@ -89,7 +103,7 @@ func FireAndSkipEvents(ctx context.Context, db bun.IDB, scheduleULID string, aft
 	err := db.NewSelect().Model((*ScheduleEvent)(nil)).
 		Column("se.id", "se.sequence", "se.event_type", "se.recorded_at", "se.occurrence_time").
 		Where("se.workflow_schedule_id = ? AND se.sequence > ? AND se.sequence < ?", scheduleULID, after, below).
-		Where("se.event_type IN (?)", bun.In([]string{"ScheduleTriggered", "ScheduleTriggerSkipped"})).
+		Where("se.event_type IN (?)", bun.In(compactableTypes)).
 		OrderExpr("se.sequence ASC").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("list events to compact: %w", err)

@@ -21,18 +21,30 @@ import (
 // keeps the gap.
 //
 // A pass walks the schedules in ULID order from where the last one
-// stopped (compactCursor), one short transaction per schedule, and wraps
-// around at the end; a schedule compacts the oldest Batch of its events
-// per visit. The events are visited oldest first and a visit stops at the
+// stopped (compactCursor), a hundred at a time in one read that says which
+// have anything old enough (models.CompactionCandidates), and visits those,
+// one short transaction each; a visit compacts the oldest Batch of a
+// schedule's events. A round — every schedule once — that left no backlog
+// (no visit stopped at its Batch) is followed by a rest of compactRest:
+// what becomes old in the meantime waits for the next round, so a
+// stream is at most that much longer than KeepRuns, and an installation
+// whose events are all younger than KeepRuns pays one read per hundred
+// schedules every compactRest instead of walking them without end. The events are visited oldest first and a visit stops at the
 // first that is too young, so everything at or below through_sequence
 // that is not a lifecycle event is gone, even if recorded_at went
 // backwards once (a clock step): such events are left, never skipped over.
 
 // compactCursor is where the next compaction pass starts.
 type compactCursor struct {
-	mu    sync.Mutex
-	after string
+	mu        sync.Mutex
+	after     string
+	restUntil time.Time // no pass before it (a round just ended)
+	backlog   bool      // this round met a schedule with more than Batch to do
 }
+
+// compactRest is how long compaction rests after a round that left no
+// backlog.
+const compactRest = 10 * time.Minute
 
 // Compact runs one bounded compaction pass (Policy.KeepRuns, Batch,
 // Budget) and says how many events it deleted. Their table is vacuumed
@@ -63,17 +75,25 @@ func (s *Sweeper) compact(ctx context.Context, r Policy) (models.DeletedRows, er
 	s.compaction.mu.Lock()
 	defer s.compaction.mu.Unlock()
 	started := s.now()
-	before := s.now().Add(-r.KeepRuns)
+	if started.Before(s.compaction.restUntil) {
+		return total, nil
+	}
+	before := started.Add(-r.KeepRuns)
 	// One full round at most: a pass that has seen every schedule ends
 	// even with budget left.
 	wrapped := false
 	for ctx.Err() == nil && s.now().Sub(started) < r.Budget {
-		list, err := models.CompactionCandidates(ctx, s.db, s.compaction.after, compactSchedulesPerRead)
+		list, err := models.CompactionCandidates(ctx, s.db, s.compaction.after, before, compactSchedulesPerRead)
 		if err != nil {
 			return total, err
 		}
-		if len(list) == 0 {
+		if len(list) == 0 { // the round is over
 			s.compaction.after = ""
+			if !s.compaction.backlog {
+				s.compaction.restUntil = started.Add(compactRest)
+				break
+			}
+			s.compaction.backlog = false
 			if wrapped {
 				break
 			}
@@ -84,11 +104,14 @@ func (s *Sweeper) compact(ctx context.Context, r Policy) (models.DeletedRows, er
 			if ctx.Err() != nil || s.now().Sub(started) >= r.Budget {
 				return total, nil
 			}
-			n, err := s.compactOne(ctx, c.ID, before, r.Batch)
-			if err != nil {
-				return total, err
+			if c.Due {
+				n, full, err := s.compactOne(ctx, c.ID, before, r.Batch)
+				if err != nil {
+					return total, err
+				}
+				total.ScheduleEvents += n
+				s.compaction.backlog = s.compaction.backlog || full
 			}
-			total.ScheduleEvents += n
 			s.compaction.after = c.ID
 		}
 	}
@@ -96,10 +119,10 @@ func (s *Sweeper) compact(ctx context.Context, r Policy) (models.DeletedRows, er
 }
 
 // compactOne deletes up to limit of one schedule's fire and skip events
-// recorded before `before`, oldest first, in one transaction.
-func (s *Sweeper) compactOne(ctx context.Context, scheduleULID string, before time.Time, limit int) (int, error) {
-	var n int
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+// recorded before `before`, oldest first, in one transaction; full says
+// it deleted limit, so more may be waiting.
+func (s *Sweeper) compactOne(ctx context.Context, scheduleULID string, before time.Time, limit int) (n int, full bool, err error) {
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		prev, err := models.CompactionOf(ctx, tx, scheduleULID)
 		if err != nil {
 			return err
@@ -149,7 +172,8 @@ func (s *Sweeper) compactOne(ctx context.Context, scheduleULID string, before ti
 			return nil
 		}
 		n, err = models.CompactEvents(ctx, tx, scheduleULID, ids, c)
+		full = len(ids) == limit
 		return err
 	})
-	return n, err
+	return n, full, err
 }
