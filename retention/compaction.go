@@ -11,7 +11,7 @@ import (
 	"github.com/tidelinehq/tideline/models"
 )
 
-// Audit compaction (SPEC §19, docs/RETENTION.md "Audit compaction"): the
+// Audit compaction (SPEC §19, docs/CONTRACT.md "Audit compaction"): the
 // lifecycle events of a schedule's stream are kept for its lifetime; its
 // ScheduleTriggered and ScheduleTriggerSkipped events recorded more than
 // KeepRuns ago are deleted, in bounded batches, except its newest fire.
