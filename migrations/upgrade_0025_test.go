@@ -3,13 +3,11 @@ package migrations_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/migrations"
@@ -25,16 +23,7 @@ func TestUpgradeTo0025CountsExistingSchedules(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := "sqlite:" + filepath.Join(t.TempDir(), "upgrade.db")
-			if dialect == "postgres" {
-				url = dbtest.PostgresURL(t)
-			}
-			db, err := database.Open(ctx, url)
-			require.NoError(t, err)
-			dbtest.LimitPool(db)
-			t.Cleanup(func() { _ = db.Close() })
-			_, err = migrations.ApplyUpTo(ctx, db, 24)
-			require.NoError(t, err)
+			db := migratedUpTo(t, dialect, 24)
 
 			spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
 			at := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)

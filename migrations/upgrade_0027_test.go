@@ -2,7 +2,6 @@ package migrations_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,16 +103,7 @@ func TestUpgradeTo0027ReadsBothRingShapes(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			url := "sqlite:" + filepath.Join(t.TempDir(), "upgrade.db")
-			if dialect == "postgres" {
-				url = dbtest.PostgresURL(t)
-			}
-			db, err := database.Open(ctx, url)
-			require.NoError(t, err)
-			dbtest.LimitPool(db)
-			t.Cleanup(func() { _ = db.Close() })
-			_, err = migrations.ApplyUpTo(ctx, db, 26)
-			require.NoError(t, err)
+			db := migratedUpTo(t, dialect, 26)
 			t0 := time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)
 			clock := schedtest.NewClock(t0)
 			svc := schedtest.Service(db, clock)

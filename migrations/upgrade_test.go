@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +75,10 @@ func migratedUpTo(t *testing.T, dialect string, version int) *bun.DB {
 	t.Cleanup(func() { _ = db.Close() })
 	applied, err := migrations.ApplyUpTo(ctx, db, version)
 	require.NoError(t, err)
-	require.Len(t, applied, version)
+	// Numbers are sparse (a migration may exist for one dialect only):
+	// the last one applied is the one asked for.
+	require.NotEmpty(t, applied)
+	require.True(t, strings.HasPrefix(applied[len(applied)-1], fmt.Sprintf("%04d_", version)), "applied %v", applied)
 	return db
 }
 
