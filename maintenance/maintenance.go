@@ -28,6 +28,12 @@ type Task[R any] struct {
 	// Every is the wait between the end of one run and the start of the
 	// next; a run that fails waits the same period (its retry).
 	Every time.Duration
+	// Rest, when set, replaces Every after a run that succeeded and that
+	// Idle says found nothing to do: a task whose work comes slowly (rows
+	// growing old) need not look for it every period when it has none,
+	// and goes on every period while it has a backlog.
+	Rest time.Duration
+	Idle func(R) bool
 	// Run does one bounded unit of work.
 	Run func(ctx context.Context) (R, error)
 }
@@ -114,8 +120,12 @@ func (r *Runner[R]) Start(ctx context.Context) (wait func()) {
 		}
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				r.RunOne(ctx, task)
-				if !r.Sleep(ctx, every) {
+				rep := r.RunOne(ctx, task)
+				wait := every
+				if task.Rest > 0 && rep.Err == nil && task.Idle != nil && task.Idle(rep.Result) {
+					wait = task.Rest
+				}
+				if !r.Sleep(ctx, wait) {
 					return
 				}
 			}

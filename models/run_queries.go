@@ -166,34 +166,50 @@ func LockRunsByStatus(ctx context.Context, tx bun.IDB, namespace, workflowSchedu
 	return out, nil
 }
 
-// ClaimExpiredRuns locks active runs that are past a deadline or lease, or
-// whose cancellation was requested before cancelBefore, oldest first.
+// ExpiredRunIDs lists, oldest first, up to limit active runs that are past
+// a deadline or lease, or whose cancellation was requested before
+// cancelBefore. It reads without a lock and needs no transaction: the loop
+// asks every pass, usually to find nothing, and opens a transaction
+// (ClaimExpiredRuns) only for what it found.
 //
-// The loop runs it every pass, usually to find nothing, so it must not read
-// the waiting runs: each way to expire is looked up on its own index (see
-// migration 0003) and only those candidates are read and locked. One WHERE
-// OR-ing the four conditions would scan every active run. The outer query
-// repeats the conditions, so a run that a heartbeat or completion changed
-// meanwhile is re-checked when it is locked.
-func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, now, cancelBefore time.Time, limit int) ([]Run, error) {
+// It must not read the waiting runs: each way to expire is looked up on
+// its own index (see migration 0003) and only those candidates are read.
+// One WHERE OR-ing the four conditions would scan every active run.
+func ExpiredRunIDs(ctx context.Context, db bun.IDB, now, cancelBefore time.Time, limit int) ([]string, error) {
 	active := bun.In(ActiveRunStatuses)
-	candidates := tx.NewRaw(`
+	var ids []string
+	err := db.NewRaw(`
 		SELECT id FROM (SELECT id FROM workflow_runs WHERE status = ? AND lease_expires_at <= ? ORDER BY id LIMIT ?) AS lease_lost
 		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND execution_deadline_at <= ? ORDER BY id LIMIT ?) AS execution_timeout
 		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND run_deadline_at <= ? ORDER BY id LIMIT ?) AS run_timeout
-		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND cancel_requested_at <= ? ORDER BY id LIMIT ?) AS cancel_ignored`,
-		RunRunning, now, limit, active, now, limit, active, now, limit, active, cancelBefore, limit)
+		UNION SELECT id FROM (SELECT id FROM workflow_runs WHERE status IN (?) AND cancel_requested_at <= ? ORDER BY id LIMIT ?) AS cancel_ignored
+		ORDER BY id LIMIT ?`,
+		RunRunning, now, limit, active, now, limit, active, now, limit, active, cancelBefore, limit, limit).Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("find expired runs: %w", err)
+	}
+	return ids, nil
+}
+
+// ClaimExpiredRuns locks those of the runs ids (from ExpiredRunIDs) that
+// are still past a deadline or lease, or whose cancellation was requested
+// before cancelBefore, oldest first. It repeats the conditions, so a run
+// that a heartbeat or completion changed since it was listed is left.
+func ClaimExpiredRuns(ctx context.Context, tx bun.IDB, ids []string, now, cancelBefore time.Time) ([]Run, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
 	var out []Run
 	q := tx.NewSelect().Model(&out).
-		Where("r.id IN (?)", candidates).
-		Where("r.status IN (?)", active).
+		Where("r.id IN (?)", bun.In(ids)).
+		Where("r.status IN (?)", bun.In(ActiveRunStatuses)).
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("r.execution_deadline_at <= ?", now).
 				WhereOr("r.run_deadline_at <= ?", now).
 				WhereOr("r.cancel_requested_at <= ?", cancelBefore).
 				WhereOr("(r.status = ? AND r.lease_expires_at <= ?)", RunRunning, now)
 		}).
-		OrderExpr("r.id ASC").Limit(int64(limit))
+		OrderExpr("r.id ASC")
 	q = database.Lock(q, "UPDATE OF r SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim expired runs: %w", err)

@@ -111,7 +111,7 @@ func TestClaimDueLocksItsLimitPastHeldRows(t *testing.T) {
 		tx, err := f.db.BeginTx(f.ctx, nil)
 		require.NoError(t, err)
 		defer func() { _ = tx.Rollback() }()
-		claimed, err := models.ClaimDue(f.ctx, tx, now, 10)
+		claimed, err := models.ClaimDue(f.ctx, tx, now, 10, nil)
 		require.NoError(t, err)
 		ids := make([]string, len(claimed))
 		for i, c := range claimed {
@@ -217,7 +217,7 @@ func TestClaimPagesStartAtTheirCursor(t *testing.T) {
 	db.AddQueryHook(hook)
 	claims := map[string]func(tx bun.Tx, limit int) ([]models.ClaimedSchedule, error){
 		"ClaimDue": func(tx bun.Tx, limit int) ([]models.ClaimedSchedule, error) {
-			return models.ClaimDue(ctx, tx, at, limit)
+			return models.ClaimDue(ctx, tx, at, limit, nil)
 		},
 		"ClaimAt": func(tx bun.Tx, limit int) ([]models.ClaimedSchedule, error) {
 			return models.ClaimAt(ctx, tx, at, "", limit, []string{scheduling.OverlapAllowAll})

@@ -101,6 +101,12 @@ type fireDecision struct {
 	reason string // skip reason (CONTRACT §4) when action is actSkip
 }
 
+// startsAnyway lists the overlap policies under which decideFire starts a
+// fire whatever the latest run is doing: the claims of scheduled fires do
+// not read the latest run's status for schedules with these policies
+// (TestStartsAnywayIgnoresTheLatestRun checks the list against decideFire).
+var startsAnyway = []string{OverlapAllowAll}
+
 // decideFire applies the status, the max-runs budget and the overlap
 // policy (CONTRACT §4) to one fire. It is pure — a function of the state
 // alone — and fire performs its writes.

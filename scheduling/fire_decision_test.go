@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -48,5 +49,27 @@ func TestDecideFire(t *testing.T) {
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, decideFire(c.st), fmt.Sprintf("%s: %+v", c.name, c.st))
+	}
+}
+
+// The claims of scheduled fires leave the latest run's status unread for
+// the policies in startsAnyway; that is right only if decideFire gives the
+// same answer for every state of the latest run under them — and wrong
+// for every other policy, which must not be added to the list.
+func TestStartsAnywayIgnoresTheLatestRun(t *testing.T) {
+	t.Parallel()
+	statuses := []*string{nil, ptr(models.RunPending), ptr(models.RunRunning), ptr(models.RunCompleted), ptr(models.RunFailed)}
+	for _, policy := range OverlapPolicies {
+		same := true
+		for _, kind := range []string{kindScheduled, kindDrained} {
+			for _, depth := range []int{0, 1} {
+				want := decideFire(fireState{kind: kind, policy: policy, status: models.StatusActive, bufferDepth: depth})
+				for _, st := range statuses {
+					got := decideFire(fireState{kind: kind, policy: policy, status: models.StatusActive, bufferDepth: depth, latestRunStatus: st})
+					same = same && got == want
+				}
+			}
+		}
+		require.Equal(t, same, slices.Contains(startsAnyway, policy), "policy %s: decided alike whatever the latest run does = %v", policy, same)
 	}
 }

@@ -36,6 +36,16 @@ const optimizeEvery = time.Hour
 // minute, a minute's worth is ~1 MB the next minute's fires reuse.
 const vacuumEvery = time.Minute
 
+// retentionRest is how long retention waits after a pass that deleted
+// nothing before it looks again (in a served loop; RunOnce runs it every
+// time). Runs become old enough at the rate they finished, --retain-runs
+// earlier (at least an hour), so a minute more is nothing to what is kept,
+// while looking every period was two statements a second on a database
+// with nothing to delete.
+const retentionRest = time.Minute
+
+func deletedNothing(res LoopResult) bool { return res.Deleted == models.DeletedRows{} }
+
 // housekeeping lists the loop's tasks. beforeFire and afterFire run every
 // period (and in RunOnce before and after the tick, the order the domain
 // rules were written for: a timed pause that ended fires this pass, a
@@ -63,7 +73,7 @@ func (l *Loop) housekeeping(limit int, period time.Duration) (beforeFire, afterF
 			expired, err := svc.EnforceDeadlines(ctx, limit)
 			return LoopResult{Expired: expired}, err
 		}},
-		{Name: TaskRetention, Every: period, Run: func(ctx context.Context) (LoopResult, error) {
+		{Name: TaskRetention, Every: period, Rest: retentionRest, Idle: deletedNothing, Run: func(ctx context.Context) (LoopResult, error) {
 			deleted, err := l.sweeper.Retain(ctx, l.Retention)
 			return LoopResult{Deleted: deleted}, err
 		}},

@@ -145,7 +145,7 @@ func (s *Service) prepareInOneTx(ctx context.Context, at time.Time, limit int, d
 	}
 	afterID := ""
 	phase := s.duePhase(func(ctx context.Context, tx bun.Tx, _ time.Time) ([]models.ClaimedSchedule, error) {
-		claimed, err := models.ClaimAt(ctx, tx, at, afterID, limit, []string{OverlapAllowAll})
+		claimed, err := models.ClaimAt(ctx, tx, at, afterID, limit, startsAnyway)
 		if len(claimed) > 0 {
 			afterID = claimed[len(claimed)-1].ID
 		}

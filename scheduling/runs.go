@@ -194,9 +194,13 @@ func (s *Service) GetRun(ctx context.Context, namespace, runID string) (*models.
 // period. It returns how many runs it ended.
 func (s *Service) EnforceDeadlines(ctx context.Context, limit int) (int, error) {
 	now := s.now()
+	ids, err := models.ExpiredRunIDs(ctx, s.db, now, now.Add(-s.cancelGrace), limit)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
 	ended := 0
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		runs, err := models.ClaimExpiredRuns(ctx, tx, now, now.Add(-s.cancelGrace), limit)
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		runs, err := models.ClaimExpiredRuns(ctx, tx, ids, now, now.Add(-s.cancelGrace))
 		if err != nil {
 			return err
 		}

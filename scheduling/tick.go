@@ -204,7 +204,7 @@ func (s *Service) drain(ctx context.Context, limit int) ([]TickRow, error) {
 
 func (s *Service) fireDue(ctx context.Context, limit int) ([]TickRow, error) {
 	return s.runPhase(ctx, s.duePhase(func(ctx context.Context, tx bun.Tx, now time.Time) ([]models.ClaimedSchedule, error) {
-		return models.ClaimDue(ctx, tx, now, limit)
+		return models.ClaimDue(ctx, tx, now, limit, startsAnyway)
 	}))
 }
 
