@@ -93,3 +93,58 @@ func TestStartedTasksRunApart(t *testing.T) {
 	cancel()
 	wait() // the hung task ends with its context
 }
+
+// A task with a Rest waits it after a run that Idle calls idle, and its
+// period after one that found work or failed.
+func TestRestAfterAnIdleRun(t *testing.T) {
+	t.Parallel()
+	clock := schedtest.NewClock(time.Date(2026, 7, 16, 13, 0, 0, 0, time.UTC))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// What each run reports: work found, nothing, a failure, nothing.
+	script := []struct {
+		found int
+		err   error
+	}{{2, nil}, {0, nil}, {0, errors.New("down")}, {0, nil}, {0, nil}}
+	runs := make(chan time.Time, len(script))
+	n := 0
+	r := runner(clock, maintenance.Task[int]{Name: "sweep", Every: time.Second, Rest: time.Minute,
+		Idle: func(found int) bool { return found == 0 },
+		Run: func(context.Context) (int, error) {
+			step := script[min(n, len(script)-1)]
+			n++
+			runs <- clock.Now()
+			return step.found, step.err
+		}})
+	wait := r.Start(ctx)
+	at := func() time.Time {
+		select {
+		case t := <-runs:
+			return t
+		case <-ctx.Done():
+			t.Fatal("the task did not run")
+			return time.Time{}
+		}
+	}
+	last := at()
+	for i, want := range []time.Duration{time.Second, time.Minute, time.Second, time.Minute} {
+		clock.WaitTimers(1)
+		if want == time.Minute {
+			clock.Advance(time.Second) // a period is not enough after an idle run
+			clock.WaitTimers(1)
+			select {
+			case <-runs:
+				t.Fatalf("run %d came a period after an idle run, not after the rest", i+2)
+			default:
+			}
+			clock.Advance(want - time.Second)
+		} else {
+			clock.Advance(want)
+		}
+		next := at()
+		require.Equal(t, last.Add(want), next, "run %d", i+2)
+		last = next
+	}
+	cancel()
+	wait()
+}

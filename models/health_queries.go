@@ -150,6 +150,16 @@ func AddHealth(b *Batch, db bun.IDB, deltas []HealthDelta, now time.Time) error 
 	return nil
 }
 
+// AnyHealthPending reports whether run ends wait to be folded (FoldHealth),
+// without a transaction.
+func AnyHealthPending(ctx context.Context, db bun.IDB) (bool, error) {
+	ok, err := db.NewSelect().Model((*HealthPending)(nil)).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("look for run ends to fold: %w", err)
+	}
+	return ok, nil
+}
+
 // FoldHealth moves the pending run ends of up to limit schedules into their
 // health rows, in schedule order, and returns how many schedules it folded.
 // It deletes exactly the rows it read: a run end committed meanwhile stays
@@ -281,17 +291,32 @@ func newestPending(ctx context.Context, db bun.IDB, scheduleULIDs []string) (map
 // schedules are few). The health is re-read after the lock by the caller.
 func ClaimFailing(ctx context.Context, tx bun.IDB, limit int) ([]Schedule, error) {
 	var out []Schedule
-	q := tx.NewSelect().Model(&out).
-		Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id").
-		Where("h.consecutive_failures > 0").
-		Where("s.status = ? AND s.pause_after_failures IS NOT NULL", StatusActive).
-		Where("h.consecutive_failures >= s.pause_after_failures AND h.consecutive_failures > h.paused_at_failures").
-		OrderExpr("s.id ASC").Limit(int64(limit))
+	q := failing(tx).Model(&out).OrderExpr("s.id ASC").Limit(int64(limit))
 	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim failing schedules: %w", err)
 	}
 	return out, nil
+}
+
+// AnyFailing reports whether ClaimFailing would find a schedule, without a
+// transaction or a lock.
+func AnyFailing(ctx context.Context, db bun.IDB) (bool, error) {
+	ok, err := failing(db).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("look for failing schedules: %w", err)
+	}
+	return ok, nil
+}
+
+// failing selects the active schedules whose consecutive failures reached
+// their pause_after_failures and were not paused for them yet.
+func failing(db bun.IDB) *bun.SelectQuery {
+	return db.NewSelect().Model((*Schedule)(nil)).
+		Join("JOIN workflow_schedule_health AS h ON h.schedule_ulid = s.id").
+		Where("h.consecutive_failures > 0").
+		Where("s.status = ? AND s.pause_after_failures IS NOT NULL", StatusActive).
+		Where("h.consecutive_failures >= s.pause_after_failures AND h.consecutive_failures > h.paused_at_failures")
 }
 
 // MarkPausedForFailures records that the scheduler paused the schedule at

@@ -283,14 +283,28 @@ func ScheduleLabels(ctx context.Context, db bun.IDB, ulids []string) (map[string
 // passed and that were not reported yet.
 func ClaimStartDeadlines(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Run, error) {
 	var out []Run
-	q := tx.NewSelect().Model(&out).
-		Where("r.start_deadline_at IS NOT NULL AND r.status = ?", RunPending).
-		Where("r.start_deadline_at <= ?", now).
-		OrderExpr("r.start_deadline_at ASC").Limit(int64(limit))
+	q := startDeadlinePassed(tx, now).Model(&out).OrderExpr("r.start_deadline_at ASC").Limit(int64(limit))
 	if err := database.Lock(q, "UPDATE SKIP LOCKED").Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim start deadlines: %w", err)
 	}
 	return out, nil
+}
+
+// AnyStartDeadlinePassed reports whether ClaimStartDeadlines would find a
+// run, without a transaction or a lock.
+func AnyStartDeadlinePassed(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
+	ok, err := startDeadlinePassed(db, now).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("look for passed start deadlines: %w", err)
+	}
+	return ok, nil
+}
+
+// startDeadlinePassed selects the pending runs past their start deadline.
+func startDeadlinePassed(db bun.IDB, now time.Time) *bun.SelectQuery {
+	return db.NewSelect().Model((*Run)(nil)).
+		Where("r.start_deadline_at IS NOT NULL AND r.status = ?", RunPending).
+		Where("r.start_deadline_at <= ?", now)
 }
 
 // ClearStartDeadlines marks runs as reported.

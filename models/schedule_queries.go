@@ -819,9 +819,7 @@ func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 // operator's resume or a new pause committed meanwhile wins.
 func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Schedule, error) {
 	var ids []string
-	q := tx.NewSelect().Model((*Schedule)(nil)).Column("s.id").
-		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now).
-		OrderExpr("s.paused_until ASC, s.id ASC").Limit(int64(limit))
+	q := pauseEnded(tx, now).Column("s.id").OrderExpr("s.paused_until ASC, s.id ASC").Limit(int64(limit))
 	q = database.Lock(q, "UPDATE SKIP LOCKED")
 	if err := q.Scan(ctx, &ids); err != nil {
 		return nil, fmt.Errorf("claim ended pauses: %w", err)
@@ -830,13 +828,27 @@ func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) 
 		return nil, nil
 	}
 	var out []Schedule
-	err := tx.NewSelect().Model(&out).Where("s.id IN (?)", bun.In(ids)).
-		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now).
-		OrderExpr("s.id ASC").Scan(ctx)
+	err := pauseEnded(tx, now).Model(&out).Where("s.id IN (?)", bun.In(ids)).OrderExpr("s.id ASC").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read claimed pauses: %w", err)
 	}
 	return out, nil
+}
+
+// AnyPauseEnded reports whether ClaimPauseEnded would find a schedule,
+// without a transaction or a lock.
+func AnyPauseEnded(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
+	ok, err := pauseEnded(db, now).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("look for ended pauses: %w", err)
+	}
+	return ok, nil
+}
+
+// pauseEnded selects the paused schedules whose paused_until has come.
+func pauseEnded(db bun.IDB, now time.Time) *bun.SelectQuery {
+	return db.NewSelect().Model((*Schedule)(nil)).
+		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now)
 }
 
 // ScheduleCounts are a namespace's live schedules (active and paused) by

@@ -70,14 +70,17 @@ func (w *BackfillWorker) Work(ctx context.Context) (int, error) {
 		guard = DefaultFireGuard
 	}
 	now := s.now()
+	// The jobs first: usually there are none, and then whether a fire is
+	// coming (up to three reads, one a count of the next instant's
+	// schedules) need not be asked every period.
+	candidates, err := models.BackfillCandidates(ctx, s.db, now, backfillCandidates)
+	if err != nil || len(candidates) == 0 {
+		return 0, err
+	}
 	if guard > 0 {
 		if yield, err := w.fireComing(ctx, now, guard); err != nil || yield {
 			return 0, err
 		}
-	}
-	candidates, err := models.BackfillCandidates(ctx, s.db, now, backfillCandidates)
-	if err != nil {
-		return 0, err
 	}
 	var firstErr error
 	total := 0

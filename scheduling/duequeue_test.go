@@ -261,3 +261,46 @@ func TestClaimPagesStartAtTheirCursor(t *testing.T) {
 		require.NoError(t, explain.Rollback())
 	}
 }
+
+// The served loop's probe (models.ReadTickWork) sees what a tick would:
+// the due queue's earliest fire, and a schedule holding buffered fires —
+// on both databases, where the earliest time comes back as each stores it.
+func TestReadTickWorkSeesDueAndBuffered(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		work, err := models.ReadTickWork(f.ctx, db)
+		require.NoError(t, err)
+		require.Nil(t, work.Earliest, "nothing is due on an empty database")
+		require.False(t, work.Buffered)
+
+		f.create(cronInput("hourly", "0 * * * *"))
+		in := cronInput("five", "*/5 * * * *")
+		in.OverlapPolicy = scheduling.OverlapBufferOne
+		five := f.create(in)
+		work, err = models.ReadTickWork(f.ctx, db)
+		require.NoError(t, err)
+		require.NotNil(t, work.Earliest)
+		require.True(t, five.NextFireAt.Equal(*work.Earliest), "earliest %s, want the five-minute schedule's %s", work.Earliest, five.NextFireAt)
+		require.False(t, work.Buffered)
+
+		// A manual fire starts a run; a second one, beside it, is buffered.
+		res, err := f.svc.Trigger(f.ctx, "default", "five", "", nil)
+		require.NoError(t, err)
+		require.Equal(t, scheduling.OutcomeTriggered, res.Outcome)
+		res, err = f.svc.Trigger(f.ctx, "default", "five", "", nil)
+		require.NoError(t, err)
+		require.Equal(t, scheduling.OutcomeBuffered, res.Outcome)
+		work, err = models.ReadTickWork(f.ctx, db)
+		require.NoError(t, err)
+		require.True(t, work.Buffered, "a schedule holds a buffered fire")
+
+		_, err = f.svc.Pause(f.ctx, "default", "five", scheduling.PauseInput{Reason: "x"}, nil)
+		require.NoError(t, err)
+		work, err = models.ReadTickWork(f.ctx, db)
+		require.NoError(t, err)
+		require.False(t, work.Buffered, "a paused schedule's buffer does not drain")
+		require.True(t, f.get("hourly").NextFireAt.Equal(*work.Earliest), "the paused schedule left the due queue")
+	})
+}

@@ -76,6 +76,11 @@ func ulidsOf(schedules []*models.Schedule) []string {
 // schedules, and returns how many schedules it folded. The loop runs it
 // every pass; until then readers merge the pending ends themselves.
 func (s *Service) FoldHealth(ctx context.Context, limit int) (int, error) {
+	// Usually nothing ended since the last pass: ask before opening a
+	// transaction.
+	if found, err := models.AnyHealthPending(ctx, s.db); err != nil || !found {
+		return 0, err
+	}
 	total := 0
 	for {
 		var n int
@@ -98,6 +103,10 @@ func (s *Service) FoldHealth(ctx context.Context, limit int) (int, error) {
 // make workers wait for, or deadlock with, the tick), so the pause is this
 // separate step; it follows within one loop period.
 func (s *Service) PauseFailing(ctx context.Context, limit int) ([]string, error) {
+	// Usually none is failing: ask before opening a transaction.
+	if found, err := models.AnyFailing(ctx, s.db); err != nil || !found {
+		return nil, err
+	}
 	var paused []string
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		claimed, err := models.ClaimFailing(ctx, tx, limit)

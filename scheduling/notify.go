@@ -288,6 +288,10 @@ func startDeadline(sch *models.Schedule, kind string, occurrence, now time.Time)
 // reported once; its deadline is cleared in the same transaction.
 func (s *Service) CheckStartDeadlines(ctx context.Context, limit int) (int, error) {
 	now := s.now()
+	// Usually no run is past it: ask before opening a transaction.
+	if found, err := models.AnyStartDeadlinePassed(ctx, s.db, now); err != nil || !found {
+		return 0, err
+	}
 	reported := 0
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		runs, err := models.ClaimStartDeadlines(ctx, tx, now, limit)

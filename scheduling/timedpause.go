@@ -21,6 +21,10 @@ func (s *Service) ResumeDue(ctx context.Context, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = DefaultTickLimit
 	}
+	// Usually none has ended: ask before opening a transaction.
+	if found, err := models.AnyPauseEnded(ctx, s.db, s.now()); err != nil || !found {
+		return nil, err
+	}
 	var resumed []string
 	for {
 		n, err := s.resumeBatch(ctx, limit, &resumed)
