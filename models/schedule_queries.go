@@ -190,9 +190,10 @@ func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(q *bun.
 	var out []ClaimedSchedule
 	var after *dueKey
 	for len(out) < limit {
+		need := limit - len(out)
 		var keys []dueKey
 		q := where(tx.NewSelect().TableExpr("workflow_schedule_due AS d").Column("d.next_fire_at", "d.schedule_ulid"), after)
-		if err := q.OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").Limit(int64(limit)).Scan(ctx, &keys); err != nil {
+		if err := q.OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").Limit(int64(need)).Scan(ctx, &keys); err != nil {
 			return nil, fmt.Errorf("read the due queue: %w", err)
 		}
 		if len(keys) == 0 {
@@ -202,23 +203,40 @@ func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(q *bun.
 		for i, k := range keys {
 			ids[i] = k.ScheduleULID
 		}
+		// At most need rows, so no LIMIT, and no ORDER BY: a sort in the
+		// statement sorted whole schedule rows under the lock; the page is
+		// put in the queue's order here instead.
 		var page []ClaimedSchedule
-		lock := tx.NewSelect().Model(&page).Where("s.id IN (?) AND s.status = ?", bun.In(ids), StatusActive)
+		lock := forFiring(tx.NewSelect().Model(&page)).Where("s.id IN (?) AND s.status = ?", bun.In(ids), StatusActive)
 		if also != "" {
 			lock = lock.Where(also, args...)
 		}
-		lock = lock.OrderExpr("s.next_fire_at ASC, s.id ASC").Limit(int64(limit - len(out)))
 		if err := database.Lock(lock, "UPDATE OF s SKIP LOCKED").Scan(ctx); err != nil {
 			return nil, fmt.Errorf("lock due schedules: %w", err)
 		}
+		slices.SortFunc(page, func(a, b ClaimedSchedule) int {
+			if c := a.NextFireAt.Compare(*b.NextFireAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
 		out = append(out, page...)
-		if len(keys) < limit {
+		if len(keys) < need {
 			break
 		}
 		after = &keys[len(keys)-1]
 	}
 	return out, nil
 }
+
+// notFired are the columns of a schedule that firing neither reads nor
+// writes: the writer's free text and maps (a memo may be 64 KiB). The
+// claims of the fire path leave them out, and a fire writes only
+// FireColumns, so they are never overwritten with what was not read.
+var notFired = []string{"memo", "search_attributes", "note"}
+
+// forFiring leaves notFired out of a select of schedules to fire.
+func forFiring(q *bun.SelectQuery) *bun.SelectQuery { return q.ExcludeColumn(notFired...) }
 
 // ClaimDue locks up to limit active schedules whose next fire is due, oldest
 // first. On PostgreSQL rows locked by another replica are skipped, so every
@@ -331,8 +349,7 @@ func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
 func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedule, error) {
 	var out []ClaimedSchedule
 	// A primary-key probe of the latest run, not a join (see ClaimAt).
-	q := tx.NewSelect().Model(&out).
-		ColumnExpr("s.*").
+	q := forFiring(tx.NewSelect().Model(&out)).
 		Where("s.status = ? AND s.buffer_depth > 0", StatusActive).
 		Where("(s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))", bun.In(ActiveRunStatuses)).
 		OrderExpr("s.id ASC").

@@ -293,3 +293,53 @@ func TestTickSkipsAnOccurrenceThatAlreadyStarted(t *testing.T) {
 		require.Empty(t, f.tick())
 	})
 }
+
+// A fire reads a schedule without its memo, search attributes and note
+// and writes back only what firing changes: none of the writer's own
+// fields is lost, whether the batch is written at once (the fast path) or,
+// after a conflict, one schedule at a time (the careful path).
+func TestFiringKeepsTheWritersFields(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		in := cronInput("kept", "0 * * * *")
+		in.Labels, in.Memo = map[string]string{"team": "ops"}, map[string]string{"runbook": "https://wiki/kept"}
+		in.SearchAttributes, in.Note = map[string]string{"tier": "gold"}, "owned by ops"
+		in.OverlapPolicy = scheduling.OverlapAllowAll
+		kept := f.create(in)
+		f.create(cronInput("other", "0 * * * *"))
+		requireKept := func(step string) {
+			t.Helper()
+			got := f.get("kept")
+			require.Equal(t, map[string]string{"team": "ops"}, got.Labels, step)
+			require.Equal(t, map[string]string{"runbook": "https://wiki/kept"}, got.Memo, step)
+			require.Equal(t, map[string]string{"tier": "gold"}, got.SearchAttributes, step)
+			require.Equal(t, "owned by ops", got.Note, step)
+		}
+
+		// The careful path: the occurrence's run exists already, so the
+		// batch's insert conflicts and the batch is redone one at a time.
+		occurrence := kept.NextNominalAt.UTC()
+		taken := &models.StartedRun{Run: models.Run{ID: "01JTAKEN0000000000000000AA", Namespace: "default",
+			InstanceID: models.ScheduledInstanceID("kept", occurrence), WorkflowType: "invoice-sync", Status: models.RunCompleted,
+			CreatedAt: t0, UpdatedAt: t0}}
+		inserted, err := models.InsertRun(f.ctx, db, taken)
+		require.NoError(t, err)
+		require.True(t, inserted)
+		f.clock.Set(occurrence.Add(time.Second))
+		outcomes := map[string]string{}
+		for _, r := range f.tick() {
+			outcomes[r.ScheduleID] = r.Outcome + " " + r.Reason
+		}
+		require.Equal(t, map[string]string{"kept": "skipped already_started", "other": "triggered "}, outcomes)
+		requireKept("after the careful path")
+		require.EqualValues(t, 1, f.get("kept").SkippedTriggerCount, "the fire's own fields were written")
+
+		// The fast path.
+		f.clock.Set(occurrence.Add(time.Hour + time.Second))
+		require.Len(t, f.tick(), 2)
+		requireKept("after the fast path")
+		require.EqualValues(t, 1, f.get("kept").FiresCount)
+	})
+}

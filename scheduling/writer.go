@@ -77,9 +77,13 @@ func (w *writer) insertScheduleEvent(ctx context.Context, e *models.ScheduleEven
 	return nil
 }
 
+// saveSchedule writes the FireColumns of a schedule a tick processed, at
+// once or with the batch: the claims read the schedule without the
+// columns firing does not use (models.forFiring), so nothing else may be
+// written back.
 func (w *writer) saveSchedule(ctx context.Context, s *models.Schedule) error {
 	if !w.deferred {
-		return models.UpdateSchedule(ctx, w.tx, s)
+		return models.UpdateSchedules(ctx, w.tx, []*models.Schedule{s})
 	}
 	w.schedules = append(w.schedules, s)
 	return nil
