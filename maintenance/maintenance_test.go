@@ -75,15 +75,7 @@ func TestStartedTasksRunApart(t *testing.T) {
 		}},
 	)
 	wait := r.Start(ctx)
-	at := func() time.Time {
-		select {
-		case t := <-runs:
-			return t
-		case <-ctx.Done():
-			t.Fatal("the flaky task did not run")
-			return time.Time{}
-		}
-	}
+	at := func() time.Time { return nextRun(ctx, t, runs, "the flaky task") }
 	first := at()
 	for i := 1; i <= 3; i++ {
 		clock.WaitTimers(1) // the flaky task waits out its period
@@ -117,15 +109,7 @@ func TestRestAfterAnIdleRun(t *testing.T) {
 			return step.found, step.err
 		}})
 	wait := r.Start(ctx)
-	at := func() time.Time {
-		select {
-		case t := <-runs:
-			return t
-		case <-ctx.Done():
-			t.Fatal("the task did not run")
-			return time.Time{}
-		}
-	}
+	at := func() time.Time { return nextRun(ctx, t, runs, "the task") }
 	last := at()
 	for i, want := range []time.Duration{time.Second, time.Minute, time.Second, time.Minute} {
 		clock.WaitTimers(1)
@@ -147,4 +131,17 @@ func TestRestAfterAnIdleRun(t *testing.T) {
 	}
 	cancel()
 	wait()
+}
+
+// nextRun waits for a task's next run and returns when, by the fake
+// clock, it ran.
+func nextRun(ctx context.Context, t *testing.T, runs <-chan time.Time, task string) time.Time {
+	t.Helper()
+	select {
+	case at := <-runs:
+		return at
+	case <-ctx.Done():
+		t.Fatalf("%s did not run", task)
+		return time.Time{}
+	}
 }

@@ -153,11 +153,7 @@ func AddHealth(b *Batch, db bun.IDB, deltas []HealthDelta, now time.Time) error 
 // AnyHealthPending reports whether run ends wait to be folded (FoldHealth),
 // without a transaction.
 func AnyHealthPending(ctx context.Context, db bun.IDB) (bool, error) {
-	ok, err := db.NewSelect().Model((*HealthPending)(nil)).Exists(ctx)
-	if err != nil {
-		return false, fmt.Errorf("look for run ends to fold: %w", err)
-	}
-	return ok, nil
+	return exists(ctx, db.NewSelect().Model((*HealthPending)(nil)), "run ends to fold")
 }
 
 // FoldHealth moves the pending run ends of up to limit schedules into their
@@ -302,11 +298,7 @@ func ClaimFailing(ctx context.Context, tx bun.IDB, limit int) ([]Schedule, error
 // AnyFailing reports whether ClaimFailing would find a schedule, without a
 // transaction or a lock.
 func AnyFailing(ctx context.Context, db bun.IDB) (bool, error) {
-	ok, err := failing(db).Exists(ctx)
-	if err != nil {
-		return false, fmt.Errorf("look for failing schedules: %w", err)
-	}
-	return ok, nil
+	return exists(ctx, failing(db), "failing schedules")
 }
 
 // failing selects the active schedules whose consecutive failures reached

@@ -293,11 +293,7 @@ func ClaimStartDeadlines(ctx context.Context, tx bun.IDB, now time.Time, limit i
 // AnyStartDeadlinePassed reports whether ClaimStartDeadlines would find a
 // run, without a transaction or a lock.
 func AnyStartDeadlinePassed(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
-	ok, err := startDeadlinePassed(db, now).Exists(ctx)
-	if err != nil {
-		return false, fmt.Errorf("look for passed start deadlines: %w", err)
-	}
-	return ok, nil
+	return exists(ctx, startDeadlinePassed(db, now), "passed start deadlines")
 }
 
 // startDeadlinePassed selects the pending runs past their start deadline.

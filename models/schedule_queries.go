@@ -190,10 +190,9 @@ func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(q *bun.
 	var out []ClaimedSchedule
 	var after *dueKey
 	for len(out) < limit {
-		need := limit - len(out)
 		var keys []dueKey
 		q := where(tx.NewSelect().TableExpr("workflow_schedule_due AS d").Column("d.next_fire_at", "d.schedule_ulid"), after)
-		if err := q.OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").Limit(int64(need)).Scan(ctx, &keys); err != nil {
+		if err := q.OrderExpr("d.next_fire_at ASC, d.schedule_ulid ASC").Limit(int64(limit)).Scan(ctx, &keys); err != nil {
 			return nil, fmt.Errorf("read the due queue: %w", err)
 		}
 		if len(keys) == 0 {
@@ -203,25 +202,17 @@ func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(q *bun.
 		for i, k := range keys {
 			ids[i] = k.ScheduleULID
 		}
-		// At most need rows, so no LIMIT, and no ORDER BY: a sort in the
-		// statement sorted whole schedule rows under the lock; the page is
-		// put in the queue's order here instead.
 		var page []ClaimedSchedule
 		lock := forFiring(tx.NewSelect().Model(&page)).Where("s.id IN (?) AND s.status = ?", bun.In(ids), StatusActive)
 		if also != "" {
 			lock = lock.Where(also, args...)
 		}
+		lock = lock.OrderExpr("s.next_fire_at ASC, s.id ASC").Limit(int64(limit - len(out)))
 		if err := database.Lock(lock, "UPDATE OF s SKIP LOCKED").Scan(ctx); err != nil {
 			return nil, fmt.Errorf("lock due schedules: %w", err)
 		}
-		slices.SortFunc(page, func(a, b ClaimedSchedule) int {
-			if c := a.NextFireAt.Compare(*b.NextFireAt); c != 0 {
-				return c
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
 		out = append(out, page...)
-		if len(keys) < need {
+		if len(keys) < limit {
 			break
 		}
 		after = &keys[len(keys)-1]
@@ -324,7 +315,7 @@ type TickWork struct {
 // and one probe of the buffered schedules' partial index. The served loop
 // asks this every period and opens a pass's transactions only when it
 // says there is something to do; idle, a pass was two transactions and
-// three statements more (docs/PERFORMANCE.md, "The idle loop").
+// three statements more (docs/PERFORMANCE.md, "The idle loop and a cheaper fire").
 func ReadTickWork(ctx context.Context, db bun.IDB) (TickWork, error) {
 	var w TickWork
 	err := db.NewRaw(`SELECT (SELECT d.next_fire_at FROM workflow_schedule_due AS d ORDER BY d.next_fire_at ASC LIMIT 1) AS earliest,
@@ -855,9 +846,15 @@ func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) 
 // AnyPauseEnded reports whether ClaimPauseEnded would find a schedule,
 // without a transaction or a lock.
 func AnyPauseEnded(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
-	ok, err := pauseEnded(db, now).Exists(ctx)
+	return exists(ctx, pauseEnded(db, now), "ended pauses")
+}
+
+// exists reports whether q selects a row: the probes that the loop's
+// tasks ask before they open a transaction, usually to find nothing.
+func exists(ctx context.Context, q *bun.SelectQuery, what string) (bool, error) {
+	ok, err := q.Exists(ctx)
 	if err != nil {
-		return false, fmt.Errorf("look for ended pauses: %w", err)
+		return false, fmt.Errorf("look for %s: %w", what, err)
 	}
 	return ok, nil
 }

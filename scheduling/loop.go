@@ -426,7 +426,7 @@ const recountDueEvery = 15 * time.Second
 // dueCount remembers how many schedules are due at the instant the
 // preparer waits for. The count only sets how early preparing starts
 // (prepareLead), and counting is a walk of the instant's part of the due
-// queue — 3 ms at 10,000, a third of a second at 1,000,000 — which the
+// queue — 3 ms at 10,000 here, so about a third of a second at 1,000,000 — which the
 // preparer used to repeat every period for the whole lead. Once per
 // instant, and again every recountDueEvery for what was added since, is
 // enough: what does not fit in the lead fires at the instant anyway.
