@@ -326,6 +326,9 @@ type benchResult struct {
 	RowsPerFire  float64        `json:"rows_per_fire"`
 	Inserted     *int64         `json:"rows_inserted"`
 	Updated      *int64         `json:"rows_updated"`
+	// Bytes per fire of each table, index and TOAST table that grew
+	// (PostgreSQL; null on SQLite): where bytes_per_fire goes.
+	BytesPerFireByRelation map[string]float64 `json:"bytes_per_fire_by_relation"`
 	// CPU per fire in µs while the loops ran: this process's, and the
 	// PostgreSQL backends' of the loops (null when not readable).
 	CPUPerFireUS   float64  `json:"cpu_per_fire_us"`
@@ -350,6 +353,7 @@ func benchJSON(rep loadgen.Report, replicas int, ahead time.Duration, cpu cpuUse
 	if rep.Growth.Inserted >= 0 {
 		out.Inserted, out.Updated = &rep.Growth.Inserted, &rep.Growth.Updated
 	}
+	out.BytesPerFireByRelation = rep.BytesPerFireByRelation()
 	if rep.Fires > 0 {
 		out.CPUPerFireUS = float64(cpu.Process.Microseconds()) / float64(rep.Fires)
 		if cpu.DatabaseKnown {

@@ -20,6 +20,10 @@ type Footprint struct {
 	Rows     int64
 	Inserted int64 // -1 where the database does not count it (SQLite)
 	Updated  int64 // -1 where the database does not count it (SQLite)
+	// Relations is the size of each table, index and TOAST table by name
+	// (PostgreSQL only; nil on SQLite), so a run's growth can be told
+	// apart relation by relation.
+	Relations map[string]int64
 }
 
 // Sub is the growth from before to f.
@@ -27,6 +31,14 @@ func (f Footprint) Sub(before Footprint) Footprint {
 	d := Footprint{Bytes: f.Bytes - before.Bytes, Rows: f.Rows - before.Rows, Inserted: -1, Updated: -1}
 	if f.Inserted >= 0 && before.Inserted >= 0 {
 		d.Inserted, d.Updated = f.Inserted-before.Inserted, f.Updated-before.Updated
+	}
+	if f.Relations != nil {
+		d.Relations = map[string]int64{}
+		for name, size := range f.Relations {
+			if grew := size - before.Relations[name]; grew != 0 {
+				d.Relations[name] = grew
+			}
+		}
 	}
 	return d
 }
@@ -51,6 +63,25 @@ func Measure(ctx context.Context, db bun.IDB) (Footprint, error) {
 		if err := db.NewRaw(`SELECT c.relname FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
 			WHERE n.nspname = current_schema() AND c.relkind = 'r'`).Scan(ctx, &tables); err != nil {
 			return f, fmt.Errorf("list tables: %w", err)
+		}
+		// Each relation on its own, a table's TOAST under the table's
+		// name with " (toast)" added.
+		var rels []struct {
+			Name string `bun:"name"`
+			Size int64  `bun:"size"`
+		}
+		if err := db.NewRaw(`SELECT c.relname AS name, pg_relation_size(c.oid) AS size FROM pg_class AS c
+			JOIN pg_namespace AS n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'i')
+			UNION ALL
+			SELECT c.relname || ' (toast)', pg_total_relation_size(c.reltoastrelid) FROM pg_class AS c
+			JOIN pg_namespace AS n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.reltoastrelid <> 0`).Scan(ctx, &rels); err != nil {
+			return f, fmt.Errorf("measure relation sizes: %w", err)
+		}
+		f.Relations = make(map[string]int64, len(rels))
+		for _, r := range rels {
+			f.Relations[r.Name] = r.Size
 		}
 	} else {
 		var pages, pageSize int64

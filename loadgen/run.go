@@ -56,6 +56,20 @@ type Report struct {
 // BytesPerFire and RowsPerFire are the table growth over the fires.
 func (r Report) BytesPerFire() float64 { return perFire(r.Growth.Bytes, r.Fires) }
 
+// BytesPerFireByRelation is BytesPerFire told apart by table, index and
+// TOAST table, for those that grew; nil where the database does not say
+// (SQLite).
+func (r Report) BytesPerFireByRelation() map[string]float64 {
+	if r.Growth.Relations == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(r.Growth.Relations))
+	for name, grew := range r.Growth.Relations {
+		out[name] = perFire(grew, r.Fires)
+	}
+	return out
+}
+
 // RowsPerFire is rows added per fire.
 func (r Report) RowsPerFire() float64 { return perFire(r.Growth.Rows, r.Fires) }
 

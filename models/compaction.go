@@ -88,7 +88,6 @@ func NewestFireSequence(ctx context.Context, db bun.IDB, scheduleULID string) (i
 
 // CompactableEvent is a fire or skip event audit compaction may delete.
 type CompactableEvent struct {
-	ID             string     `bun:"id"`
 	Sequence       int64      `bun:"sequence"`
 	EventType      string     `bun:"event_type"`
 	RecordedAt     time.Time  `bun:"recorded_at"`
@@ -101,7 +100,7 @@ type CompactableEvent struct {
 func FireAndSkipEvents(ctx context.Context, db bun.IDB, scheduleULID string, after, below int64, limit int) ([]CompactableEvent, error) {
 	var out []CompactableEvent
 	err := db.NewSelect().Model((*ScheduleEvent)(nil)).
-		Column("se.id", "se.sequence", "se.event_type", "se.recorded_at", "se.occurrence_time").
+		Column("se.sequence", "se.event_type", "se.recorded_at", "se.occurrence_time").
 		Where("se.workflow_schedule_id = ? AND se.sequence > ? AND se.sequence < ?", scheduleULID, after, below).
 		Where("se.event_type IN (?)", bun.In(compactableTypes)).
 		OrderExpr("se.sequence ASC").Limit(int64(limit)).Scan(ctx, &out)
@@ -111,11 +110,12 @@ func FireAndSkipEvents(ctx context.Context, db bun.IDB, scheduleULID string, aft
 	return out, nil
 }
 
-// CompactEvents deletes the events ids of a schedule and writes c, its
+// CompactEvents deletes the events of a schedule with the given sequences
+// (probes of the stream's (schedule, sequence) key) and writes c, its
 // compaction row with them counted, in the caller's transaction.
-func CompactEvents(ctx context.Context, db bun.IDB, scheduleULID string, ids []string, c Compaction) (int, error) {
+func CompactEvents(ctx context.Context, db bun.IDB, scheduleULID string, sequences []int64, c Compaction) (int, error) {
 	n, err := affected(db.NewDelete().Model((*ScheduleEvent)(nil)).
-		Where("workflow_schedule_id = ? AND id IN (?)", scheduleULID, bun.In(ids)).Exec(ctx))
+		Where("workflow_schedule_id = ? AND sequence IN (?)", scheduleULID, bun.In(sequences)).Exec(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("delete compacted events: %w", err)
 	}

@@ -18,6 +18,10 @@ import (
 type ScheduleEvent struct {
 	bun.BaseModel `bun:"table:workflow_schedule_history_events,alias:se"`
 
+	// The event's own ID, served with it. The stream's key is
+	// (WorkflowScheduleID, Sequence): PostgreSQL's primary key since
+	// migration 0029, which dropped the index on ID; SQLite keeps ID as
+	// its primary key. Look events up by the key, never by ID.
 	ID                 string          `bun:"id,pk"`
 	WorkflowScheduleID string          `bun:"workflow_schedule_id,notnull"`
 	Sequence           int64           `bun:"sequence,notnull"`

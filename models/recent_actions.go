@@ -166,10 +166,11 @@ func BackfillInstanceID(scheduleID string, nominal time.Time) string {
 	return "schedule:" + scheduleID + ":backfill:" + strconv.FormatInt(nominal.Unix(), 10)
 }
 
-// derivedInstanceID is the instance ID a compact row with a NULL one
-// has: a backfill's, or a scheduled fire's at its occurrence (which is
-// the nominal time unless jitter moved the fire).
-func derivedInstanceID(scheduleID, outcome string, occurrence time.Time) string {
+// DerivedInstanceID is the instance ID a compact ring row or fire event
+// with a NULL one has: a backfill's, or a scheduled fire's at its
+// occurrence (which is the nominal time unless jitter moved the fire).
+// Writers store NULL only where this gives back exactly the ID they had.
+func DerivedInstanceID(scheduleID, outcome string, occurrence time.Time) string {
 	if outcome == "backfilled" {
 		return BackfillInstanceID(scheduleID, occurrence)
 	}
@@ -203,7 +204,7 @@ func (r *RecentActionRow) encode() {
 	}
 	// Stored as it is ("" too) unless it is the derived one: NULL means
 	// derived in this shape.
-	if r.ScheduleID == "" || derivedInstanceID(r.ScheduleID, a.Outcome, a.OccurrenceTime) != a.InstanceID {
+	if r.ScheduleID == "" || DerivedInstanceID(r.ScheduleID, a.Outcome, a.OccurrenceTime) != a.InstanceID {
 		id := a.InstanceID
 		r.InstanceID = &id
 	}
@@ -232,7 +233,7 @@ func (r *RecentActionRow) decode() RecentAction {
 	if r.InstanceID != nil {
 		a.InstanceID = *r.InstanceID
 	} else {
-		a.InstanceID = derivedInstanceID(r.ScheduleID, a.Outcome, a.OccurrenceTime)
+		a.InstanceID = DerivedInstanceID(r.ScheduleID, a.Outcome, a.OccurrenceTime)
 	}
 	return a
 }

@@ -128,8 +128,12 @@ func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, lim
 		d, err = DeleteRuns(ctx, db, ids)
 		return d, false, err
 	}
-	events := db.NewSelect().Model((*ScheduleEvent)(nil)).Column("se.id").Where("se.workflow_schedule_id = ?", scheduleULID).Limit(int64(limit))
-	if d.ScheduleEvents, err = affected(db.NewDelete().Model((*ScheduleEvent)(nil)).Where("id IN (?)", events).Exec(ctx)); err != nil {
+	// By the stream's (schedule, sequence) key: on PostgreSQL the event's
+	// id has no index since migration 0029.
+	events := db.NewSelect().Model((*ScheduleEvent)(nil)).Column("se.sequence").Where("se.workflow_schedule_id = ?", scheduleULID).
+		OrderExpr("se.sequence").Limit(int64(limit))
+	if d.ScheduleEvents, err = affected(db.NewDelete().Model((*ScheduleEvent)(nil)).
+		Where("workflow_schedule_id = ? AND sequence IN (?)", scheduleULID, events).Exec(ctx)); err != nil {
 		return d, false, fmt.Errorf("purge audit events: %w", err)
 	}
 	if d.ScheduleEvents == limit {

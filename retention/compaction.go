@@ -143,12 +143,12 @@ func (s *Sweeper) compactOne(ctx context.Context, scheduleULID string, before ti
 		if err != nil {
 			return err
 		}
-		var ids []string
+		var sequences []int64
 		for _, e := range events {
 			if !e.RecordedAt.Before(before) {
 				break // too young, and so is what follows
 			}
-			ids = append(ids, e.ID)
+			sequences = append(sequences, e.Sequence)
 			if c.FromSequence == 0 {
 				c.FromSequence = e.Sequence
 			}
@@ -168,11 +168,11 @@ func (s *Sweeper) compactOne(ctx context.Context, scheduleULID string, before ti
 				c.ThroughAt = at
 			}
 		}
-		if len(ids) == 0 {
+		if len(sequences) == 0 {
 			return nil
 		}
-		n, err = models.CompactEvents(ctx, tx, scheduleULID, ids, c)
-		full = len(ids) == limit
+		n, err = models.CompactEvents(ctx, tx, scheduleULID, sequences, c)
+		full = len(sequences) == limit
 		return err
 	})
 	return n, full, err

@@ -17,7 +17,8 @@ import (
 // (storedForm) and read back whole (servedPayload): every outcome with
 // every kind of command context, written by the tick's batch insert and by
 // the single one, is served as the payload it was recorded with, on both
-// databases. The scheduler's own context is not stored at all.
+// databases. The scheduler's own context is not stored at all, nor an
+// instance ID the schedule's ID and the occurrence give back.
 func TestTriggeredEventsReadAsRecorded(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
@@ -43,19 +44,27 @@ func TestTriggeredEventsReadAsRecorded(t *testing.T) {
 		for _, outcome := range []string{TriggerScheduled, TriggerManual, TriggerDrained, TriggerBackfilled} {
 			for _, cc := range contexts {
 				seq++
+				occurrence := at.Add(time.Duration(seq) * time.Minute)
+				// Every other event has the instance ID a regular fire or
+				// backfill of this schedule has; the rest one of their own.
+				instance, derived := fmt.Sprintf("schedule:audited:%d", seq), seq%2 == 1
+				if derived {
+					instance = models.DerivedInstanceID("audited", outcome, occurrence)
+				}
 				p := &TriggeredPayload{
-					WorkflowInstanceID: fmt.Sprintf("schedule:audited:%d", seq), WorkflowRunID: fmt.Sprintf("RUN%023d", seq),
+					WorkflowInstanceID: instance, WorkflowRunID: fmt.Sprintf("RUN%023d", seq),
 					Outcome: outcome, EffectiveOverlapPolicy: OverlapCancelOther, TriggerNumber: seq,
-					OccurrenceTime: Instant(at.Add(time.Duration(seq) * time.Minute)), Recorded: Recorded{CommandContext: cc},
+					OccurrenceTime: Instant(occurrence), Recorded: Recorded{CommandContext: cc},
 				}
 				ev := &models.ScheduleEvent{ID: fmt.Sprintf("EV%024d", seq), WorkflowScheduleID: sch.ID, Sequence: seq,
 					EventType: p.EventType(), RecordedAt: at}
-				require.NoError(t, storedForm(ev, p))
+				require.NoError(t, storedForm(ev, p, "audited"))
+				require.Equal(t, derived, ev.WorkflowInstanceID == nil, "event %d stores its instance ID unless it is derived", seq)
 				if cc != nil && *cc == *schedulerContext() {
 					require.JSONEq(t, `{}`, string(ev.Payload), "the scheduler's own context is not stored")
 				}
 				recorded[seq] = p
-				if seq%2 == 0 {
+				if seq%4 < 2 {
 					batch = append(batch, ev)
 				} else {
 					single = append(single, ev)
@@ -74,9 +83,10 @@ func TestTriggeredEventsReadAsRecorded(t *testing.T) {
 			e := &events[i]
 			want, err := json.Marshal(recorded[e.Sequence])
 			require.NoError(t, err)
-			got, err := servedPayload(e)
+			got, err := servedPayload(e, "audited")
 			require.NoError(t, err)
 			require.JSONEq(t, string(want), string(got), "event %d", e.Sequence)
+			require.Equal(t, recorded[e.Sequence].WorkflowInstanceID, *e.WorkflowInstanceID, "event %d's instance column, as served", e.Sequence)
 			back, err := DecodePayload(e.EventType, got)
 			require.NoError(t, err)
 			require.Equal(t, FormatTime(recorded[e.Sequence].OccurrenceTime.Time()), FormatTime(back.(*TriggeredPayload).OccurrenceTime.Time()))

@@ -111,7 +111,7 @@ func (s *Service) History(ctx context.Context, namespace, scheduleID string, q H
 		return nil, err
 	}
 	for i := range events {
-		if events[i].Payload, err = servedPayload(&events[i]); err != nil {
+		if events[i].Payload, err = servedPayload(&events[i], sch.ScheduleID); err != nil {
 			return nil, fmt.Errorf("read event %d of %s: %w", events[i].Sequence, sch.ScheduleID, err)
 		}
 	}
