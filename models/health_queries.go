@@ -150,12 +150,6 @@ func AddHealth(b *Batch, db bun.IDB, deltas []HealthDelta, now time.Time) error 
 	return nil
 }
 
-// AnyHealthPending reports whether run ends wait to be folded (FoldHealth),
-// without a transaction.
-func AnyHealthPending(ctx context.Context, db bun.IDB) (bool, error) {
-	return exists(ctx, db.NewSelect().Model((*HealthPending)(nil)), "run ends to fold")
-}
-
 // FoldHealth moves the pending run ends of up to limit schedules into their
 // health rows, in schedule order, and returns how many schedules it folded.
 // It deletes exactly the rows it read: a run end committed meanwhile stays
@@ -293,12 +287,6 @@ func ClaimFailing(ctx context.Context, tx bun.IDB, limit int) ([]Schedule, error
 		return nil, fmt.Errorf("claim failing schedules: %w", err)
 	}
 	return out, nil
-}
-
-// AnyFailing reports whether ClaimFailing would find a schedule, without a
-// transaction or a lock.
-func AnyFailing(ctx context.Context, db bun.IDB) (bool, error) {
-	return exists(ctx, failing(db), "failing schedules")
 }
 
 // failing selects the active schedules whose consecutive failures reached

@@ -290,17 +290,15 @@ func ClaimStartDeadlines(ctx context.Context, tx bun.IDB, now time.Time, limit i
 	return out, nil
 }
 
-// AnyStartDeadlinePassed reports whether ClaimStartDeadlines would find a
-// run, without a transaction or a lock.
-func AnyStartDeadlinePassed(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
-	return exists(ctx, startDeadlinePassed(db, now), "passed start deadlines")
-}
-
 // startDeadlinePassed selects the pending runs past their start deadline.
 func startDeadlinePassed(db bun.IDB, now time.Time) *bun.SelectQuery {
-	return db.NewSelect().Model((*Run)(nil)).
-		Where("r.start_deadline_at IS NOT NULL AND r.status = ?", RunPending).
-		Where("r.start_deadline_at <= ?", now)
+	return startDeadlines(db).Where("r.start_deadline_at <= ?", now)
+}
+
+// startDeadlines selects the pending runs with a start deadline not yet
+// reported.
+func startDeadlines(db bun.IDB) *bun.SelectQuery {
+	return db.NewSelect().Model((*Run)(nil)).Where("r.start_deadline_at IS NOT NULL AND r.status = ?", RunPending)
 }
 
 // ClearStartDeadlines marks runs as reported.

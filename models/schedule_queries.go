@@ -303,29 +303,6 @@ func NextFireInstant(ctx context.Context, db bun.IDB, after, until time.Time) (a
 	return next[0], true, nil
 }
 
-// TickWork is what a fire pass would find, read without a transaction or
-// a lock: the due queue's earliest next fire, and whether an active
-// schedule holds buffered fires.
-type TickWork struct {
-	Earliest *time.Time `bun:"earliest"`
-	Buffered bool       `bun:"buffered"`
-}
-
-// ReadTickWork reads TickWork in one statement: the due queue's first key
-// and one probe of the buffered schedules' partial index. The served loop
-// asks this every period and opens a pass's transactions only when it
-// says there is something to do; idle, a pass was two transactions and
-// three statements more (docs/PERFORMANCE.md, "The idle loop and a cheaper fire").
-func ReadTickWork(ctx context.Context, db bun.IDB) (TickWork, error) {
-	var w TickWork
-	err := db.NewRaw(`SELECT (SELECT d.next_fire_at FROM workflow_schedule_due AS d ORDER BY d.next_fire_at ASC LIMIT 1) AS earliest,
-		EXISTS (SELECT 1 FROM workflow_schedules AS s WHERE s.status = ? AND s.buffer_depth > 0) AS buffered`, StatusActive).Scan(ctx, &w)
-	if err != nil {
-		return TickWork{}, fmt.Errorf("read tick work: %w", err)
-	}
-	return w, nil
-}
-
 // CountDueAt counts the active schedules due exactly at the instant at.
 func CountDueAt(ctx context.Context, db bun.IDB, at time.Time) (int, error) {
 	n, err := db.NewSelect().TableExpr("workflow_schedule_due AS d").Where("d.next_fire_at = ?", at).Count(ctx)
@@ -843,26 +820,14 @@ func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) 
 	return out, nil
 }
 
-// AnyPauseEnded reports whether ClaimPauseEnded would find a schedule,
-// without a transaction or a lock.
-func AnyPauseEnded(ctx context.Context, db bun.IDB, now time.Time) (bool, error) {
-	return exists(ctx, pauseEnded(db, now), "ended pauses")
-}
-
-// exists reports whether q selects a row: the probes that the loop's
-// tasks ask before they open a transaction, usually to find nothing.
-func exists(ctx context.Context, q *bun.SelectQuery, what string) (bool, error) {
-	ok, err := q.Exists(ctx)
-	if err != nil {
-		return false, fmt.Errorf("look for %s: %w", what, err)
-	}
-	return ok, nil
-}
-
 // pauseEnded selects the paused schedules whose paused_until has come.
 func pauseEnded(db bun.IDB, now time.Time) *bun.SelectQuery {
-	return db.NewSelect().Model((*Schedule)(nil)).
-		Where("s.status = ? AND s.paused_until IS NOT NULL AND s.paused_until <= ?", StatusPaused, now)
+	return timedPauses(db).Where("s.paused_until <= ?", now)
+}
+
+// timedPauses selects the paused schedules whose pause has an end.
+func timedPauses(db bun.IDB) *bun.SelectQuery {
+	return db.NewSelect().Model((*Schedule)(nil)).Where("s.status = ? AND s.paused_until IS NOT NULL", StatusPaused)
 }
 
 // ScheduleCounts are a namespace's live schedules (active and paused) by

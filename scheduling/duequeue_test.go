@@ -262,45 +262,102 @@ func TestClaimPagesStartAtTheirCursor(t *testing.T) {
 	}
 }
 
-// The served loop's probe (models.ReadTickWork) sees what a tick would:
-// the due queue's earliest fire, and a schedule holding buffered fires —
-// on both databases, where the earliest time comes back as each stores it.
-func TestReadTickWorkSeesDueAndBuffered(t *testing.T) {
+// The served loop's one reading of its work (models.ReadLoopWork) sees
+// what a tick and each housekeeping task would: the due queue's earliest
+// fire, a schedule holding buffered fires, the earliest end of a timed
+// pause, run ends to fold, a failing schedule, and the earliest start
+// deadline, lease and deadlines of the active runs — on both databases,
+// where the times come back as each stores them.
+func TestReadLoopWorkSeesEveryTasksWork(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
 		t.Parallel()
 		f := newFixture(t, db)
-		work, err := models.ReadTickWork(f.ctx, db)
-		require.NoError(t, err)
-		require.Nil(t, work.Earliest, "nothing is due on an empty database")
-		require.False(t, work.Buffered)
+		read := func() models.LoopWork {
+			t.Helper()
+			work, err := models.ReadLoopWork(f.ctx, db)
+			require.NoError(t, err)
+			return work
+		}
+		require.Equal(t, models.LoopWork{}, read(), "nothing to do on an empty database")
 
 		f.create(cronInput("hourly", "0 * * * *"))
 		in := cronInput("five", "*/5 * * * *")
 		in.OverlapPolicy = scheduling.OverlapBufferOne
 		five := f.create(in)
-		work, err = models.ReadTickWork(f.ctx, db)
-		require.NoError(t, err)
+		work := read()
 		require.NotNil(t, work.Earliest)
 		require.True(t, five.NextFireAt.Equal(*work.Earliest), "earliest %s, want the five-minute schedule's %s", work.Earliest, five.NextFireAt)
 		require.False(t, work.Buffered)
+		require.False(t, work.FireDue(f.clock.Now()))
+		require.True(t, work.FireDue(*five.NextFireAt))
 
 		// A manual fire starts a run; a second one, beside it, is buffered.
 		res, err := f.svc.Trigger(f.ctx, "default", "five", "", nil)
 		require.NoError(t, err)
 		require.Equal(t, scheduling.OutcomeTriggered, res.Outcome)
+		run := res.RunID
 		res, err = f.svc.Trigger(f.ctx, "default", "five", "", nil)
 		require.NoError(t, err)
 		require.Equal(t, scheduling.OutcomeBuffered, res.Outcome)
-		work, err = models.ReadTickWork(f.ctx, db)
-		require.NoError(t, err)
+		work = read()
 		require.True(t, work.Buffered, "a schedule holds a buffered fire")
+		require.True(t, work.FireDue(f.clock.Now()))
 
-		_, err = f.svc.Pause(f.ctx, "default", "five", scheduling.PauseInput{Reason: "x"}, nil)
+		until := f.clock.Now().Add(90 * time.Minute)
+		_, err = f.svc.Pause(f.ctx, "default", "five", scheduling.PauseInput{Reason: "x", Until: &until}, nil)
 		require.NoError(t, err)
-		work, err = models.ReadTickWork(f.ctx, db)
-		require.NoError(t, err)
+		work = read()
 		require.False(t, work.Buffered, "a paused schedule's buffer does not drain")
 		require.True(t, f.get("hourly").NextFireAt.Equal(*work.Earliest), "the paused schedule left the due queue")
+		require.NotNil(t, work.PauseEnds)
+		require.True(t, until.Equal(*work.PauseEnds), "pause ends %s, want %s", work.PauseEnds, until)
+		require.False(t, work.PauseEnded(until.Add(-time.Second)))
+		require.True(t, work.PauseEnded(until))
+
+		// The run's times, one way to expire each, set as the fire path
+		// and the workers would.
+		at := func(minutes int) time.Time { return f.clock.Now().Add(time.Duration(minutes) * time.Minute).UTC().Truncate(time.Second) }
+		_, err = db.NewUpdate().Model((*models.Run)(nil)).Where("id = ?", run).
+			Set("start_deadline_at = ?", at(3)).Set("execution_deadline_at = ?", at(4)).Set("run_deadline_at = ?", at(5)).
+			Set("cancel_requested_at = ?", at(6)).Exec(f.ctx)
+		require.NoError(t, err)
+		work = read()
+		for name, got := range map[string]*time.Time{"start deadline": work.StartDeadline, "execution deadline": work.ExecutionDeadline,
+			"run deadline": work.RunDeadline, "cancel request": work.CancelRequested} {
+			require.NotNil(t, got, name)
+		}
+		require.True(t, at(3).Equal(*work.StartDeadline))
+		require.True(t, at(4).Equal(*work.ExecutionDeadline))
+		require.True(t, at(5).Equal(*work.RunDeadline))
+		require.True(t, at(6).Equal(*work.CancelRequested))
+		require.Nil(t, work.LeaseExpires, "a pending run has no lease")
+		require.True(t, work.StartDeadlinePassed(at(3)) && !work.StartDeadlinePassed(at(2)))
+		require.False(t, work.RunsExpired(at(3), at(3)))
+		require.True(t, work.RunsExpired(at(4), at(3)), "the execution deadline")
+		_, err = db.NewUpdate().Model((*models.Run)(nil)).Where("id = ?", run).
+			Set("status = ?", models.RunRunning).Set("lease_expires_at = ?", at(2)).Set("start_deadline_at = NULL").
+			Set("execution_deadline_at = NULL").Set("run_deadline_at = NULL").Exec(f.ctx)
+		require.NoError(t, err)
+		work = read()
+		require.Nil(t, work.StartDeadline, "a running run has started")
+		require.True(t, at(2).Equal(*work.LeaseExpires))
+		require.True(t, work.RunsExpired(at(2), at(0)), "the lease")
+		require.False(t, work.RunsExpired(at(1), at(5)), "the cancellation's grace runs until cancelBefore reaches it")
+		require.True(t, work.RunsExpired(at(1), at(6)), "the cancellation, its grace over")
+
+		// A run end waits to be folded into the health; folded, and with
+		// the schedule's pause_after_failures reached, it is failing.
+		require.False(t, work.HealthPending)
+		require.False(t, work.Failing)
+		hourly := f.get("hourly")
+		_, err = db.NewInsert().Model(&models.HealthPending{ScheduleULID: hourly.ID, FinishedAt: f.clock.Now(), RunID: "RUNFAILED", Status: models.RunFailed}).Exec(f.ctx)
+		require.NoError(t, err)
+		require.True(t, read().HealthPending)
+		_, err = db.NewUpdate().Model((*models.Schedule)(nil)).Where("id = ?", hourly.ID).Set("pause_after_failures = 1").Exec(f.ctx)
+		require.NoError(t, err)
+		_, err = db.NewInsert().Model(&models.ScheduleHealth{ScheduleULID: hourly.ID, ConsecutiveFailures: 1, FailuresCount: 1}).Exec(f.ctx)
+		require.NoError(t, err)
+		require.True(t, read().Failing)
 	})
 }

@@ -78,7 +78,7 @@ func ulidsOf(schedules []*models.Schedule) []string {
 func (s *Service) FoldHealth(ctx context.Context, limit int) (int, error) {
 	// Usually nothing ended since the last pass: ask before opening a
 	// transaction.
-	if found, err := models.AnyHealthPending(ctx, s.db); err != nil || !found {
+	if work, err := s.loopWork(ctx); err != nil || !work.HealthPending {
 		return 0, err
 	}
 	total := 0
@@ -104,7 +104,7 @@ func (s *Service) FoldHealth(ctx context.Context, limit int) (int, error) {
 // separate step; it follows within one loop period.
 func (s *Service) PauseFailing(ctx context.Context, limit int) ([]string, error) {
 	// Usually none is failing: ask before opening a transaction.
-	if found, err := models.AnyFailing(ctx, s.db); err != nil || !found {
+	if work, err := s.loopWork(ctx); err != nil || !work.Failing {
 		return nil, err
 	}
 	var paused []string

@@ -185,16 +185,17 @@ func (l *Loop) FireOnce(ctx context.Context) (LoopResult, error) {
 	return LoopResult{Rows: rows}, err
 }
 
-// firePass is one pass of the fire goroutine: it reads what a tick would
-// find (models.ReadTickWork) and ticks only when something is due or
-// buffered, so an idle period costs one statement instead of a tick's two
-// transactions. It returns that reading, for the wait until the next pass.
-func (l *Loop) firePass(ctx context.Context) (LoopResult, models.TickWork, error) {
-	work, err := models.ReadTickWork(ctx, l.Service.db)
+// firePass is one pass of the fire goroutine: it reads the loop's work
+// (models.ReadLoopWork, shared with the housekeeping tasks for a period:
+// lookout.go) and ticks only when something is due or buffered, so an
+// idle period costs one statement instead of a tick's two transactions. It
+// returns that reading, for the wait until the next pass.
+func (l *Loop) firePass(ctx context.Context) (LoopResult, models.LoopWork, error) {
+	work, err := l.Service.readLoopWork(ctx)
 	if err != nil {
 		return LoopResult{}, work, err
 	}
-	if !work.Buffered && (work.Earliest == nil || work.Earliest.After(l.Service.now())) {
+	if !work.FireDue(l.Service.now()) {
 		return LoopResult{}, work, nil
 	}
 	res, err := l.FireOnce(ctx)
@@ -285,6 +286,7 @@ func (l *Loop) Start(ctx context.Context) {
 	var wg sync.WaitGroup
 	// Everything that claims stops with claimCtx (Shutdown); a prepared
 	// set waits for its instant on ctx.
+	l.Service.shareLoopWork(period)
 	wg.Go(func() { l.tickEvery(claimCtx, period, logger) })
 	before, after, upkeep := l.housekeeping(l.limit(), period)
 	wg.Go(l.runner(slices.Concat(before, after, upkeep)).Start(claimCtx))
@@ -327,7 +329,7 @@ func (l *Loop) tickEvery(ctx context.Context, period time.Duration, logger *slog
 		// is still true (what others add meanwhile, the next period sees).
 		wait := period - took
 		now := svc.now()
-		if len(res.Rows) > 0 || work.Buffered || (work.Earliest != nil && !work.Earliest.After(now)) {
+		if len(res.Rows) > 0 || work.FireDue(now) {
 			if at, ok, err := models.NextFireInstant(ctx, svc.db, now, now.Add(period)); err == nil && ok {
 				wait = min(wait, at.Sub(now))
 			}

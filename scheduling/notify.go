@@ -289,7 +289,7 @@ func startDeadline(sch *models.Schedule, kind string, occurrence, now time.Time)
 func (s *Service) CheckStartDeadlines(ctx context.Context, limit int) (int, error) {
 	now := s.now()
 	// Usually no run is past it: ask before opening a transaction.
-	if found, err := models.AnyStartDeadlinePassed(ctx, s.db, now); err != nil || !found {
+	if work, err := s.loopWork(ctx); err != nil || !work.StartDeadlinePassed(now) {
 		return 0, err
 	}
 	reported := 0

@@ -194,6 +194,10 @@ func (s *Service) GetRun(ctx context.Context, namespace, runID string) (*models.
 // period. It returns how many runs it ended.
 func (s *Service) EnforceDeadlines(ctx context.Context, limit int) (int, error) {
 	now := s.now()
+	// Usually no run has expired: ask before listing them.
+	if work, err := s.loopWork(ctx); err != nil || !work.RunsExpired(now, now.Add(-s.cancelGrace)) {
+		return 0, err
+	}
 	ids, err := models.ExpiredRunIDs(ctx, s.db, now, now.Add(-s.cancelGrace), limit)
 	if err != nil || len(ids) == 0 {
 		return 0, err

@@ -71,6 +71,7 @@ type Service struct {
 	turns         *writerTurns // the fire pass first on SQLite (turns.go)
 	dispatch      dispatcher
 	calendars     calendarCache
+	lookout       lookout // one reading of the loop's work a period (lookout.go)
 }
 
 // New returns a Service.

@@ -22,7 +22,7 @@ func (s *Service) ResumeDue(ctx context.Context, limit int) ([]string, error) {
 		limit = DefaultTickLimit
 	}
 	// Usually none has ended: ask before opening a transaction.
-	if found, err := models.AnyPauseEnded(ctx, s.db, s.now()); err != nil || !found {
+	if work, err := s.loopWork(ctx); err != nil || !work.PauseEnded(s.now()) {
 		return nil, err
 	}
 	var resumed []string
