@@ -317,7 +317,9 @@ func TestReadLoopWorkSeesEveryTasksWork(t *testing.T) {
 
 		// The run's times, one way to expire each, set as the fire path
 		// and the workers would.
-		at := func(minutes int) time.Time { return f.clock.Now().Add(time.Duration(minutes) * time.Minute).UTC().Truncate(time.Second) }
+		at := func(minutes int) time.Time {
+			return f.clock.Now().Add(time.Duration(minutes) * time.Minute).UTC().Truncate(time.Second)
+		}
 		_, err = db.NewUpdate().Model((*models.Run)(nil)).Where("id = ?", run).
 			Set("start_deadline_at = ?", at(3)).Set("execution_deadline_at = ?", at(4)).Set("run_deadline_at = ?", at(5)).
 			Set("cancel_requested_at = ?", at(6)).Exec(f.ctx)
