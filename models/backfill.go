@@ -133,14 +133,19 @@ type BackfillCandidate struct {
 // claims each one with ClaimBackfill.
 func BackfillCandidates(ctx context.Context, db bun.IDB, now time.Time, limit int) ([]BackfillCandidate, error) {
 	var out []BackfillCandidate
-	err := db.NewSelect().TableExpr("backfills AS b").ColumnExpr("b.id, b.namespace").
-		Where("b.status = ? AND b.next_work_at <= ?", BackfillRunning, now).
+	err := runningBackfills(db).ColumnExpr("b.id, b.namespace").Where("b.next_work_at <= ?", now).
 		OrderExpr("b.last_worked_at ASC NULLS FIRST, b.id ASC").Limit(int64(limit)).
 		Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("list backfill candidates: %w", err)
 	}
 	return out, nil
+}
+
+// runningBackfills selects the running backfill jobs (the partial work
+// index's rows).
+func runningBackfills(db bun.IDB) *bun.SelectQuery {
+	return db.NewSelect().TableExpr("backfills AS b").Where("b.status = ?", BackfillRunning)
 }
 
 // BackfillFilter selects a page of GET /backfills: newest first, strictly

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -34,6 +35,11 @@ type LoopWork struct {
 	ExecutionDeadline *time.Time `bun:"execution_deadline"`
 	RunDeadline       *time.Time `bun:"run_deadline"`
 	CancelRequested   *time.Time `bun:"cancel_requested"`
+	// DeliveryNext is the earliest next attempt of a notification
+	// delivery still to be sent (DueDeliveryLanes); BackfillNext, the
+	// earliest next slice of a running backfill job (BackfillCandidates).
+	DeliveryNext *time.Time `bun:"delivery_next"`
+	BackfillNext *time.Time `bun:"backfill_next"`
 }
 
 // FireDue says whether a fire pass at now has something to fire or drain.
@@ -53,24 +59,51 @@ func (w LoopWork) RunsExpired(now, cancelBefore time.Time) bool {
 		reached(w.CancelRequested, cancelBefore)
 }
 
+// DeliveryDue says whether a notification delivery is due by now.
+func (w LoopWork) DeliveryDue(now time.Time) bool { return reached(w.DeliveryNext, now) }
+
+// BackfillDue says whether a running backfill job has a slice due by now.
+func (w LoopWork) BackfillDue(now time.Time) bool { return reached(w.BackfillNext, now) }
+
 func reached(at *time.Time, now time.Time) bool { return at != nil && !at.After(now) }
 
 // ReadLoopWork reads LoopWork in one statement of index probes: the first
 // entry of the due queue and of each partial index that holds a kind of
 // work, and whether the buffered, pending-health and failing sets have a
-// row. The served loop reads it once a period and its tasks open a
-// transaction only for what it shows; before, each task asked on its
-// own, five statements an idle second (docs/PERFORMANCE.md, "One look a
-// period").
+// row. The served loop reads it once a period and its tasks, the
+// notification dispatcher and the backfill worker open a transaction only
+// for what it shows; before, each asked on its own, seven statements an
+// idle second (docs/PERFORMANCE.md, "One reading a period"). The
+// statement takes no argument, so its text is built once per dialect.
 func ReadLoopWork(ctx context.Context, db bun.IDB) (LoopWork, error) {
+	var w LoopWork
+	if err := db.NewRaw(loopWorkQuery(db)).Scan(ctx, &w); err != nil {
+		return LoopWork{}, fmt.Errorf("read the loop's work: %w", err)
+	}
+	return w, nil
+}
+
+// loopWorkQueries holds ReadLoopWork's statement by dialect name.
+var loopWorkQueries sync.Map
+
+func loopWorkQuery(db bun.IDB) string {
+	dialect := db.Dialect().Name().String()
+	if q, ok := loopWorkQueries.Load(dialect); ok {
+		return q.(string)
+	}
+	q := buildLoopWorkQuery(db)
+	loopWorkQueries.Store(dialect, q)
+	return q
+}
+
+func buildLoopWorkQuery(db bun.IDB) string {
 	first := func(q *bun.SelectQuery, column string) *bun.SelectQuery {
 		return q.Column(column).Where(column + " IS NOT NULL").OrderExpr(column + " ASC").Limit(1)
 	}
 	runs := func(statuses ...string) *bun.SelectQuery {
 		return db.NewSelect().Model((*Run)(nil)).Where("r.status IN (?)", bun.In(statuses))
 	}
-	var w LoopWork
-	err := db.NewSelect().
+	return db.NewSelect().
 		ColumnExpr("(?) AS earliest", db.NewSelect().TableExpr("workflow_schedule_due AS d").Column("d.next_fire_at").
 			OrderExpr("d.next_fire_at ASC").Limit(1)).
 		ColumnExpr("EXISTS (?) AS buffered", db.NewSelect().Model((*Schedule)(nil)).ColumnExpr("1").
@@ -83,9 +116,7 @@ func ReadLoopWork(ctx context.Context, db bun.IDB) (LoopWork, error) {
 		ColumnExpr("(?) AS execution_deadline", first(runs(ActiveRunStatuses...), "r.execution_deadline_at")).
 		ColumnExpr("(?) AS run_deadline", first(runs(ActiveRunStatuses...), "r.run_deadline_at")).
 		ColumnExpr("(?) AS cancel_requested", first(runs(ActiveRunStatuses...), "r.cancel_requested_at")).
-		Scan(ctx, &w)
-	if err != nil {
-		return LoopWork{}, fmt.Errorf("read the loop's work: %w", err)
-	}
-	return w, nil
+		ColumnExpr("(?) AS delivery_next", first(deliveriesToSend(db), "d.next_attempt_at")).
+		ColumnExpr("(?) AS backfill_next", first(runningBackfills(db), "b.next_work_at")).
+		String()
 }

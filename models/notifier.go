@@ -163,14 +163,19 @@ type DeliveryLane struct {
 // due index holds only the deliveries still to be sent.
 func DueDeliveryLanes(ctx context.Context, db bun.IDB, now time.Time, limit int) ([]DeliveryLane, error) {
 	var out []DeliveryLane
-	err := db.NewSelect().Model((*Delivery)(nil)).ColumnExpr("d.namespace AS namespace, d.notifier_id AS notifier_id").
-		Where("d.status IN (?)", bun.In([]string{DeliveryPending, DeliverySending})).
+	err := deliveriesToSend(db).ColumnExpr("d.namespace AS namespace, d.notifier_id AS notifier_id").
 		Where("d.next_attempt_at <= ?", now).
 		GroupExpr("d.namespace, d.notifier_id").OrderExpr("d.namespace, d.notifier_id").Limit(int64(limit)).Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("read due delivery lanes: %w", err)
 	}
 	return out, nil
+}
+
+// deliveriesToSend selects the deliveries still to be sent (the partial
+// due index's rows).
+func deliveriesToSend(db bun.IDB) *bun.SelectQuery {
+	return db.NewSelect().Model((*Delivery)(nil)).Where("d.status IN (?)", bun.In([]string{DeliveryPending, DeliverySending}))
 }
 
 // ClaimDeliveries locks up to limit deliveries of one notifier that are

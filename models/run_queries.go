@@ -378,19 +378,39 @@ type Lane struct {
 }
 
 // ReadyLanes returns up to limit lanes of the connection that hold a run
-// ready to claim now (pending, available), in namespace and queue order.
-// Migration 0014's partial index holds exactly the pending runs of HTTP
-// targets, so this reads those and nothing of the workers' queues.
-func ReadyLanes(ctx context.Context, db bun.IDB, now time.Time, connection string, limit int) ([]Lane, error) {
-	var out []Lane
-	err := db.NewSelect().Model((*Run)(nil)).ColumnExpr("r.namespace AS namespace, r.queue AS queue").
-		Where("r.status = ? AND r.connection = ?", RunPending, connection).
-		Where("(r.available_at IS NULL OR r.available_at <= ?)", now).
-		GroupExpr("r.namespace, r.queue").OrderExpr("r.namespace, r.queue").Limit(int64(limit)).Scan(ctx, &out)
-	if err != nil {
-		return nil, fmt.Errorf("read ready lanes: %w", err)
+// ready to claim now (pending, available), in namespace and queue order,
+// and the earliest time a pending run of the connection that is not yet
+// available becomes so (a retry's backoff; nil when none waits), for
+// when to look again. Migration 0014's partial index holds exactly the
+// pending runs of HTTP targets, so this reads those and nothing of the
+// workers' queues. (Only when more than limit lanes hold waiting runs can
+// a ready lane or the earliest time be left out; the caller's next look
+// finds them.)
+func ReadyLanes(ctx context.Context, db bun.IDB, now time.Time, connection string, limit int) ([]Lane, *time.Time, error) {
+	var rows []struct {
+		Lane
+		Ready bool       `bun:"ready"`
+		Later *time.Time `bun:"later"`
 	}
-	return out, nil
+	err := db.NewSelect().Model((*Run)(nil)).ColumnExpr("r.namespace AS namespace, r.queue AS queue").
+		ColumnExpr("max(CASE WHEN r.available_at IS NULL OR r.available_at <= ? THEN 1 ELSE 0 END) AS ready", now).
+		ColumnExpr("min(CASE WHEN r.available_at > ? THEN r.available_at END) AS later", now).
+		Where("r.status = ? AND r.connection = ?", RunPending, connection).
+		GroupExpr("r.namespace, r.queue").OrderExpr("ready DESC, r.namespace, r.queue").Limit(int64(limit)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read ready lanes: %w", err)
+	}
+	var out []Lane
+	var later *time.Time
+	for _, r := range rows {
+		if r.Ready {
+			out = append(out, r.Lane)
+		}
+		if r.Later != nil && (later == nil || r.Later.Before(*later)) {
+			later = r.Later
+		}
+	}
+	return out, later, nil
 }
 
 // RunState is what an executor watches of a run it is executing.

@@ -70,9 +70,13 @@ func (w *BackfillWorker) Work(ctx context.Context) (int, error) {
 		guard = DefaultFireGuard
 	}
 	now := s.now()
-	// The jobs first: usually there are none, and then whether a fire is
-	// coming (up to three reads, one a count of the next instant's
-	// schedules) need not be asked every period.
+	// The jobs first: usually none has a slice due (the period's reading
+	// of the loop's work says so without a statement of its own), and then
+	// whether a fire is coming (up to three reads, one a count of the next
+	// instant's schedules) need not be asked every period.
+	if work, err := s.loopWork(ctx); err != nil || !work.BackfillDue(now) {
+		return 0, err
+	}
 	candidates, err := models.BackfillCandidates(ctx, s.db, now, backfillCandidates)
 	if err != nil || len(candidates) == 0 {
 		return 0, err

@@ -144,6 +144,10 @@ func (s *Service) startDeliveries(ctx context.Context, limit int) (int, *sync.Wa
 		return 0, &batch, nil
 	}
 	now := s.now()
+	// Usually none is due: the period's reading of the loop's work says.
+	if work, err := s.loopWork(ctx); err != nil || !work.DeliveryDue(now) {
+		return 0, &batch, err
+	}
 	lanes, err := models.DueDeliveryLanes(ctx, s.db, now, laneScan)
 	if err != nil || len(lanes) == 0 {
 		return 0, &batch, err

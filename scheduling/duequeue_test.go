@@ -361,5 +361,23 @@ func TestReadLoopWorkSeesEveryTasksWork(t *testing.T) {
 		_, err = db.NewInsert().Model(&models.ScheduleHealth{ScheduleULID: hourly.ID, ConsecutiveFailures: 1, FailuresCount: 1}).Exec(f.ctx)
 		require.NoError(t, err)
 		require.True(t, read().Failing)
+
+		// A notification delivery still to be sent, and a running
+		// backfill job's next slice.
+		require.Nil(t, work.DeliveryNext)
+		require.Nil(t, work.BackfillNext)
+		next := at(7)
+		_, err = db.NewInsert().Model(&models.Delivery{ID: "DELIVERY1", Namespace: "default", NotifierID: "NOTIFIER1", EventType: "run_failed",
+			Document: []byte(`{}`), Status: models.DeliveryPending, NextAttemptAt: &next, CreatedAt: f.clock.Now(), UpdatedAt: f.clock.Now()}).Exec(f.ctx)
+		require.NoError(t, err)
+		job, err := f.svc.StartBackfill(f.ctx, "default", "hourly", scheduling.BackfillJobInput{From: f.clock.Now().Add(-60 * 24 * time.Hour), To: f.clock.Now()})
+		require.NoError(t, err)
+		work = read()
+		require.NotNil(t, work.DeliveryNext)
+		require.True(t, next.Equal(*work.DeliveryNext))
+		require.True(t, work.DeliveryDue(next) && !work.DeliveryDue(at(6)))
+		require.NotNil(t, work.BackfillNext, "a running job: %s, %d occurrences", job.Status, job.Total)
+		require.True(t, job.NextWorkAt.Equal(*work.BackfillNext), "backfill next %s, want %s", work.BackfillNext, job.NextWorkAt)
+		require.True(t, work.BackfillDue(job.NextWorkAt))
 	})
 }

@@ -69,6 +69,13 @@ const (
 	targetRedirects = 5
 	// laneScan bounds the lanes one pass reads.
 	laneScan = 512
+	// targetIdleLook is how long the executor waits, when no run of a
+	// target was ready and none waits for a retry's time, before it looks
+	// again for runs it was not woken for: those another replica (or
+	// a serve without a loop) started and could not take itself. Its own
+	// process wakes it at once, and a retry's time is known; looking every
+	// pollRecheck was two statements an idle second.
+	targetIdleLook = 2 * time.Second
 )
 
 func (c TargetConfig) withDefaults() TargetConfig {
@@ -153,10 +160,11 @@ func (s *Service) RunTargets(ctx context.Context, logger *slog.Logger) {
 	}()
 	for {
 		wake := s.wakeups.watch(HTTPConnection)
-		if _, err := s.StartTargetAttempts(ctx); err != nil && ctx.Err() == nil {
+		_, next, err := s.startTargetAttempts(ctx)
+		if err != nil && ctx.Err() == nil {
 			logPassError(logger, "http target pass failed", err)
 		}
-		recheck := s.clock.NewTimer(pollRecheck)
+		recheck := s.clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			recheck.Stop()
@@ -184,20 +192,44 @@ func (s *Service) ExecuteTargetsOnce(ctx context.Context) (int, error) {
 // has room for, fairly across lanes, and starts their requests. It returns
 // how many it started.
 func (s *Service) StartTargetAttempts(ctx context.Context) (int, error) {
+	n, _, err := s.startTargetAttempts(ctx)
+	return n, err
+}
+
+// startTargetAttempts is StartTargetAttempts that also says how long the
+// executor may wait before it looks again unwoken: pollRecheck while runs
+// were ready or the pool was full (a freed slot wakes it too), else until
+// the earliest retry comes due, targetIdleLook at most.
+func (s *Service) startTargetAttempts(ctx context.Context) (started int, next time.Duration, err error) {
 	e := s.executor
 	if e.pool.Free() == 0 {
-		return 0, nil
+		return 0, pollRecheck, nil
 	}
 	done, err := s.turns.background(ctx)
 	if err != nil {
-		return 0, err
+		return 0, pollRecheck, err
 	}
 	defer done()
 	now := s.now()
-	lanes, err := models.ReadyLanes(ctx, s.db, now, HTTPConnection, laneScan)
-	if err != nil || len(lanes) == 0 {
-		return 0, err
+	lanes, later, err := models.ReadyLanes(ctx, s.db, now, HTTPConnection, laneScan)
+	if err != nil {
+		return 0, pollRecheck, err
 	}
+	if len(lanes) == 0 {
+		next = targetIdleLook
+		if later != nil {
+			next = max(min(next, later.Sub(now)), 0)
+		}
+		return 0, next, nil
+	}
+	n, err := s.startLanes(ctx, lanes)
+	return n, pollRecheck, err
+}
+
+// startLanes claims ready runs of lanes that the pool has room for, fairly
+// across them, and starts their requests; it returns how many it started.
+func (s *Service) startLanes(ctx context.Context, lanes []models.Lane) (int, error) {
+	e := s.executor
 	// Slots one at a time round the lanes, from a point that moves every
 	// pass: each lane gets its share of what is free, and no lane is
 	// always served last.
@@ -221,7 +253,8 @@ func (s *Service) StartTargetAttempts(ctx context.Context) (int, error) {
 		slot   *fairshare.Slot
 	}
 	var started []claimed
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	var now time.Time
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		started = started[:0]
 		now = s.now()
 		var runs []models.Run

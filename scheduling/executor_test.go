@@ -449,3 +449,41 @@ func blackhole(t *testing.T) string {
 	})
 	return "http://" + ln.Addr().String()
 }
+
+// The executor's look for ready runs (models.ReadyLanes) also says when
+// the earliest run that is not available yet becomes so — a retry's
+// backoff — which is when an idle executor looks again; a lane with a
+// ready run is listed whatever else it holds.
+func TestReadyLanesSayWhenTheNextRetryIsDue(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := targetFixture(t, db)
+		now := f.clock.Now()
+		lanes, later, err := models.ReadyLanes(f.ctx, db, now, scheduling.HTTPConnection, 10)
+		require.NoError(t, err)
+		require.Empty(t, lanes)
+		require.Nil(t, later, "nothing waits")
+
+		first := f.httpRun("first", "http://127.0.0.1:1/x", nil)
+		second := f.httpRun("second", "http://127.0.0.1:1/x", nil)
+		retryAt := func(run string, at time.Time) {
+			t.Helper()
+			_, err := db.NewUpdate().Model((*models.Run)(nil)).Where("id = ?", run).Set("available_at = ?", at).Exec(f.ctx)
+			require.NoError(t, err)
+		}
+		retryAt(first, now.Add(30*time.Second))
+		retryAt(second, now.Add(10*time.Second))
+		lanes, later, err = models.ReadyLanes(f.ctx, db, now, scheduling.HTTPConnection, 10)
+		require.NoError(t, err)
+		require.Empty(t, lanes, "both wait for their retry")
+		require.NotNil(t, later)
+		require.True(t, now.Add(10*time.Second).Equal(*later), "later %s", later)
+
+		lanes, later, err = models.ReadyLanes(f.ctx, db, now.Add(10*time.Second), scheduling.HTTPConnection, 10)
+		require.NoError(t, err)
+		require.Equal(t, []models.Lane{{Namespace: "default", Queue: "127.0.0.1:1"}}, lanes, "the second's retry is due (a target's lane is its host)")
+		require.NotNil(t, later)
+		require.True(t, now.Add(30*time.Second).Equal(*later), "the first still waits: later %s", later)
+	})
+}
