@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"github.com/tidelinehq/tideline/database"
 )
 
 // LoopWork is what the served loop's fire pass and housekeeping tasks
@@ -73,20 +75,30 @@ func reached(at *time.Time, now time.Time) bool { return at != nil && !at.After(
 // row. The served loop reads it once a period and its tasks, the
 // notification dispatcher and the backfill worker open a transaction only
 // for what it shows; before, each asked on its own, seven statements an
-// idle second (docs/PERFORMANCE.md, "One reading a period"). The
-// statement takes no argument, so its text is built once per dialect.
+// idle second (docs/PERFORMANCE.md, "One reading a period"). On
+// PostgreSQL it calls tideline_loop_work() (migration 0030), which runs
+// LoopWorkQuery with a plan kept for the connection; SQLite runs the
+// statement itself.
 func ReadLoopWork(ctx context.Context, db bun.IDB) (LoopWork, error) {
+	q := "SELECT * FROM tideline_loop_work()"
+	if database.Of(db).Name() != database.PostgreSQL {
+		q = LoopWorkQuery(db)
+	}
 	var w LoopWork
-	if err := db.NewRaw(loopWorkQuery(db)).Scan(ctx, &w); err != nil {
+	if err := db.NewRaw(q).Scan(ctx, &w); err != nil {
 		return LoopWork{}, fmt.Errorf("read the loop's work: %w", err)
 	}
 	return w, nil
 }
 
-// loopWorkQueries holds ReadLoopWork's statement by dialect name.
+// loopWorkQueries holds LoopWorkQuery's statement by dialect name.
 var loopWorkQueries sync.Map
 
-func loopWorkQuery(db bun.IDB) string {
+// LoopWorkQuery is the statement that reads LoopWork, in db's dialect:
+// it takes no argument, so its text is built once. Migration 0030 keeps
+// PostgreSQL's copy in tideline_loop_work(); a change here needs a
+// migration that replaces the function.
+func LoopWorkQuery(db bun.IDB) string {
 	dialect := db.Dialect().Name().String()
 	if q, ok := loopWorkQueries.Load(dialect); ok {
 		return q.(string)

@@ -277,6 +277,11 @@ func TestReadLoopWorkSeesEveryTasksWork(t *testing.T) {
 			t.Helper()
 			work, err := models.ReadLoopWork(f.ctx, db)
 			require.NoError(t, err)
+			// PostgreSQL reads it through tideline_loop_work() (migration
+			// 0030), a copy of the statement: both must read the same.
+			var direct models.LoopWork
+			require.NoError(t, db.NewRaw(models.LoopWorkQuery(db)).Scan(f.ctx, &direct))
+			require.Equal(t, direct, work, "the function and the statement disagree")
 			return work
 		}
 		require.Equal(t, models.LoopWork{}, read(), "nothing to do on an empty database")
