@@ -107,7 +107,7 @@ func (r *recorder) record(ctx context.Context, s *models.Schedule, p Payload, in
 	if runID != "" {
 		ev.WorkflowRunID = &runID
 	}
-	if err := storedForm(ev, p, s.ScheduleID); err != nil {
+	if err := storedForm(ev, p); err != nil {
 		return fmt.Errorf("encode %s payload: %w", ev.EventType, err)
 	}
 	return r.w.insertScheduleEvent(ctx, ev)
@@ -124,11 +124,16 @@ func schedulerContext() *CommandContext { return &CommandContext{Source: "schedu
 // whose facts are the event's columns (instance and run since migration
 // 0009; trigger number, occurrence, outcome and policy since 0012). Its
 // payload keeps only the command context (triggeredStored), and not even
-// that when it is the scheduler's own: a regular fire stores {}. Its
-// instance ID is NULL when it is the one models.DerivedInstanceID gives
-// for the schedule (scheduleID) and the stored occurrence: every regular
-// fire and backfill without jitter, ~33 bytes of each.
-func storedForm(ev *models.ScheduleEvent, p Payload, scheduleID string) error {
+// that when it is the scheduler's own: a regular fire stores {}.
+//
+// Its instance ID is stored too, though for every regular fire and
+// backfill without jitter models.DerivedInstanceID gives it back from the
+// schedule's ID and the occurrence (~30 bytes a fire). servedPayload
+// already serves a NULL one that way; writing NULL is the contract step
+// of that change, for the release after this one: until then a replica
+// of the previous release, which reads the column as stored, may serve
+// the same history during a rolling upgrade (TestRollingUpgrade).
+func storedForm(ev *models.ScheduleEvent, p Payload) error {
 	t, ok := p.(*TriggeredPayload)
 	if !ok {
 		body, err := json.Marshal(p)
@@ -138,9 +143,6 @@ func storedForm(ev *models.ScheduleEvent, p Payload, scheduleID string) error {
 	// To the microsecond, as the payload's FormatTime and PostgreSQL keep it.
 	occurrence := utcMicro(t.OccurrenceTime.Time())
 	ev.WorkflowInstanceID, ev.WorkflowRunID = &t.WorkflowInstanceID, &t.WorkflowRunID
-	if scheduleID != "" && models.DerivedInstanceID(scheduleID, t.Outcome, occurrence) == t.WorkflowInstanceID {
-		ev.WorkflowInstanceID = nil
-	}
 	ev.TriggerNumber, ev.OccurrenceTime = &t.TriggerNumber, &occurrence
 	ev.TriggerOutcome, ev.EffectiveOverlapPolicy = &t.Outcome, &t.EffectiveOverlapPolicy
 	var stored triggeredStored
@@ -180,8 +182,9 @@ type triggeredStored struct {
 }
 
 // servedPayload is the payload readers are served for a stored event of
-// the schedule scheduleID (see storedForm); it sets a fire event's derived
-// instance ID in ev too.
+// the schedule scheduleID (see storedForm). A fire event stored without
+// its instance ID (the compact shape a later release writes) gets the
+// derived one, in ev too.
 func servedPayload(ev *models.ScheduleEvent, scheduleID string) (json.RawMessage, error) {
 	if ev.EventType != EventScheduleTriggered {
 		return ev.Payload, nil
