@@ -36,9 +36,9 @@ func TestOptimizeRecordsStatistics(t *testing.T) {
 	pg := dbtest.Postgres(t)
 	require.NoError(t, loadgen.Seed(ctx, pg, "opt", 300, spec, time.Date(2026, 7, 16, 12, 0, 0, 0, time.UTC)))
 	var tuples float64
-	require.NoError(t, pg.NewRaw("SELECT reltuples FROM pg_class WHERE oid = 'workflow_schedule_recent_actions'::regclass").Scan(ctx, &tuples))
+	require.NoError(t, pg.NewRaw("SELECT reltuples FROM pg_class WHERE oid = 'workflow_schedule_rings'::regclass").Scan(ctx, &tuples))
 	require.Equal(t, -1.0, tuples, "never analyzed")
 	require.NoError(t, database.Of(pg).Optimize(ctx, pg))
-	require.NoError(t, pg.NewRaw("SELECT reltuples FROM pg_class WHERE oid = 'workflow_schedule_recent_actions'::regclass").Scan(ctx, &tuples))
-	require.Equal(t, 3000.0, tuples, "ten ring slots a schedule")
+	require.NoError(t, pg.NewRaw("SELECT reltuples FROM pg_class WHERE oid = 'workflow_schedule_rings'::regclass").Scan(ctx, &tuples))
+	require.Equal(t, 300.0, tuples, "a ring a schedule")
 }

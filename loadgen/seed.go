@@ -29,10 +29,9 @@ const seedChunk = 1000
 // their internal IDs prefix followed by the zero-padded index.
 //
 // Each looks like a schedule that has been firing for a while: ten past
-// actions fill its ring of recent actions (models.RecentActionRow), so a
-// fire measured on it costs what it costs from its eleventh on. (A new
-// schedule's first ten fires also add their ring slot, ~290 bytes each on
-// PostgreSQL.)
+// actions fill its ring of recent actions (models.RingRow), so a fire
+// measured on it costs what it costs from its eleventh on. (A new
+// schedule's first fire adds its ring row, and its first ten make it grow.)
 func Seed(ctx context.Context, db bun.IDB, prefix string, n int, spec models.Spec, next time.Time) error {
 	created := next.Add(-time.Hour).UTC()
 	for start := 0; start < n; start += seedChunk {
@@ -58,8 +57,7 @@ func Seed(ctx context.Context, db bun.IDB, prefix string, n int, spec models.Spe
 	return nil
 }
 
-// ringChunk is how many schedules' rings one statement writes (ten rows
-// each, ten columns a row: under SQLite's limit of 32,766 parameters).
+// ringChunk is how many schedules' rings one statement writes.
 const ringChunk = 200
 
 // seedRings writes the rings of the schedules start…end-1 of prefix: the

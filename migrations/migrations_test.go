@@ -48,7 +48,7 @@ func TestBothDialectsHaveTheSameTablesAndColumns(t *testing.T) {
 		"workflow_runs": true, "workflow_history_events": true, "workflow_schedule_health": true,
 		"workflow_schedule_health_pending": true, "workflow_schedule_due": true,
 		"workflow_schedule_recent_actions": true, "workflow_schedule_secrets": true,
-		"workflow_schedule_compaction": true,
+		"workflow_schedule_compaction": true, "workflow_schedule_rings": true,
 	}, tables)
 	require.Contains(t, pg, "workflow_schedules.next_nominal_at")
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -79,6 +80,31 @@ func saveRecent0026(t *testing.T, db bun.IDB, rows []recentAction0026) {
 	require.NoError(t, err)
 }
 
+// saveRecent0027 is models.SaveRecentActions of the releases from 0027 to
+// before 0033 (the previous release of 0033's), statement for statement,
+// for the action n of a scheduled fire of schedule scheduleID whose run
+// ID is a ULID: the compact row it writes over slot n % 10.
+func saveRecent0027(t *testing.T, db bun.IDB, scheduleULID string, n int64, a models.RecentAction) {
+	t.Helper()
+	code := int16(1) // "scheduled"
+	runULID := ulid.MustParseStrict(a.RunID)
+	row := struct {
+		bun.BaseModel  `bun:"table:workflow_schedule_recent_actions"`
+		ScheduleULID   string    `bun:"schedule_ulid"`
+		Slot           int       `bun:"slot"`
+		N              int64     `bun:"n"`
+		Code           *int16    `bun:"code"`
+		RunULID        []byte    `bun:"run_ulid"`
+		FiredAt        time.Time `bun:"fired_at"`
+		OccurrenceTime time.Time `bun:"occurrence_time"`
+	}{ScheduleULID: scheduleULID, Slot: int(n % 10), N: n, Code: &code, RunULID: runULID[:], FiredAt: a.FiredAt, OccurrenceTime: a.OccurrenceTime}
+	_, err := db.NewInsert().Model(&row).On("CONFLICT (schedule_ulid, slot) DO UPDATE").
+		Set("n = EXCLUDED.n, code = EXCLUDED.code, run_ulid = EXCLUDED.run_ulid, outcome = NULL, instance_id = NULL, run_id = NULL").
+		Set("fired_at = EXCLUDED.fired_at, occurrence_time = EXCLUDED.occurrence_time, fire_lag_ms = NULL, reason = NULL").
+		Exec(context.Background())
+	require.NoError(t, err)
+}
+
 // compactColumns are a ring slot's columns that 0027 lets a row leave
 // NULL, as stored.
 type compactColumns struct {
@@ -91,13 +117,15 @@ type compactColumns struct {
 	Reason     *string `bun:"reason"`
 }
 
-// Migration 0027 compacts the ring of recent actions across a rolling
-// upgrade: rows the previous release wrote read exactly as before through
-// this release, before and after its fires write compact rows beside
-// them; the previous release reads the compact rows without error and
-// its upsert over one wins (the row's stale code is not read); and this
-// release's write over an old-shape row leaves it compact.
-func TestUpgradeTo0027ReadsBothRingShapes(t *testing.T) {
+// Migrations 0027 and 0033 change how the ring of recent actions is
+// stored across two rolling upgrades: 0027 compacts the ten rows a
+// schedule, 0033 packs the ten actions into one row of another table.
+// Rows of both shapes of the ten-row ring read exactly as they were
+// written through this release, beside the actions it records in the
+// schedule's ring, newest ten first by action number; a release before
+// 0027 reads the compact rows without error, and its upsert over one
+// wins (the row's stale code is not read).
+func TestUpgradesReadEveryRingShape(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -155,18 +183,13 @@ func TestUpgradeTo0027ReadsBothRingShapes(t *testing.T) {
 				}
 				return out
 			}
-			require.Equal(t, newestFirst(old...), recent(), "the old rows read as they were written")
-
-			// This release fires 16:00, 250 ms late: action 5, compact.
-			_, err = db.ExecContext(ctx, "UPDATE workflow_schedules SET next_fire_at = ?, next_nominal_at = ? WHERE id = ?", at(16, 0, 0, 0), at(16, 0, 0, 0), sch.ID)
-			require.NoError(t, err)
-			clock.Set(at(16, 0, 0, 250000))
-			ticked, err := svc.Tick(ctx, 100)
-			require.NoError(t, err)
-			require.Len(t, ticked, 1)
-			fired := models.RecentAction{InstanceID: "schedule:hourly:1784217600", RunID: ticked[0].RunID, Outcome: "scheduled",
+			// The release between 0027 and 0033 fires 16:00, 250 ms late:
+			// action 5, a compact row.
+			fired := models.RecentAction{InstanceID: "schedule:hourly:1784217600", RunID: "01J2Z0RSN00000000000000005", Outcome: "scheduled",
 				FiredAt: at(16, 0, 0, 250000), OccurrenceTime: at(16, 0, 0, 0), FireLagMs: 250}
-			require.Equal(t, newestFirst(append(old[:5:5], fired)...), recent())
+			saveRecent0027(t, db, sch.ID, 5, fired)
+			_, err = db.ExecContext(ctx, "UPDATE workflow_schedules SET actions_count = 6 WHERE id = ?", sch.ID)
+			require.NoError(t, err)
 			slot := func(s int) compactColumns {
 				t.Helper()
 				var c compactColumns
@@ -175,16 +198,9 @@ func TestUpgradeTo0027ReadsBothRingShapes(t *testing.T) {
 					Where("schedule_ulid = ? AND slot = ?", sch.ID, s).Scan(ctx, &c))
 				return c
 			}
-			c := slot(5)
-			require.NotNil(t, c.Code, "compact: outcome as a code")
-			require.Len(t, c.RunULID, 16, "compact: the run's ULID as bytes")
-			require.Nil(t, c.RunID)
-			require.Nil(t, c.Outcome)
-			require.Nil(t, c.InstanceID, "derivable from the schedule and the occurrence")
-			require.Nil(t, c.FireLagMs, "derivable from fired_at and occurrence_time")
-			require.Nil(t, c.Reason)
+			require.NotNil(t, slot(5).Code, "compact: outcome as a code")
 
-			// The previous release reads every row, compact ones too,
+			// A release before 0027 reads every row, compact ones too,
 			// without an error, and the rows it wrote as it wrote them.
 			var asOld []recentAction0026
 			require.NoError(t, db.NewSelect().Model(&asOld).Where("ra.schedule_ulid = ?", sch.ID).OrderExpr("ra.n ASC").Scan(ctx))
@@ -197,6 +213,11 @@ func TestUpgradeTo0027ReadsBothRingShapes(t *testing.T) {
 			}
 			require.Empty(t, asOld[5].RunID, "a compact row's run ID is in run_ulid, which the old release does not read")
 
+			// Up to this release: it reads both shapes of the ten-row ring.
+			_, err = migrations.Apply(ctx, db)
+			require.NoError(t, err)
+			require.Equal(t, newestFirst(append(old[:5:5], fired)...), recent(), "the ten-row ring read as it was written")
+
 			// An old replica's next action lands on the compact slot 5
 			// (action 15, say): its values are read, not the code left
 			// behind in the row.
@@ -208,17 +229,14 @@ func TestUpgradeTo0027ReadsBothRingShapes(t *testing.T) {
 				FiredAt: overwrite.FiredAt, OccurrenceTime: overwrite.OccurrenceTime, FireLagMs: 3}
 			require.Equal(t, newestFirst(append(old[:5:5], byOld)...), recent())
 
-			// This release's write over an old-shape slot leaves it compact.
+			// This release records action 10 in the schedule's ring, not in
+			// the ten-row ring, and shows it in its place among the others.
 			over := models.RecentActionSlot(sch.ID, 10, models.RecentAction{InstanceID: "schedule:hourly:1784224800", RunID: "01J2Z0RUN00000000000000010",
 				Outcome: "scheduled", FiredAt: at(18, 0, 0, 40000), OccurrenceTime: at(18, 0, 0, 0), FireLagMs: 40})
 			over.ScheduleID = "hourly"
 			require.NoError(t, models.SaveRecentActions(ctx, db, []*models.RecentActionRow{over}))
-			c = slot(0)
-			require.NotNil(t, c.Code)
-			require.Nil(t, c.Outcome)
-			require.Nil(t, c.InstanceID)
-			require.Nil(t, c.FireLagMs)
-			require.Equal(t, append([]models.RecentAction{byOld, over.Action}, newestFirst(old[1:5]...)...), recent())
+			require.Equal(t, "schedule:hourly:1784206800", *slot(0).InstanceID, "slot 0 of the ten-row ring keeps action 0")
+			require.Equal(t, append([]models.RecentAction{byOld, over.Action}, newestFirst(old...)...), recent())
 		})
 	}
 }

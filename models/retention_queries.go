@@ -151,6 +151,9 @@ func PurgeSchedulePart(ctx context.Context, db bun.IDB, scheduleULID string, lim
 	if _, err := db.NewDelete().Model((*RecentActionRow)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
 		return d, false, fmt.Errorf("purge recent actions: %w", err)
 	}
+	if _, err := db.NewDelete().Model((*RingRow)(nil)).Where("schedule_ulid = ?", scheduleULID).Exec(ctx); err != nil {
+		return d, false, fmt.Errorf("purge ring: %w", err)
+	}
 	if _, err := db.NewDelete().Model((*Compaction)(nil)).Where("workflow_schedule_id = ?", scheduleULID).Exec(ctx); err != nil {
 		return d, false, fmt.Errorf("purge compaction: %w", err)
 	}

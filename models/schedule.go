@@ -130,17 +130,20 @@ type RecentAction struct {
 // RecentActionsKept is how many actions a schedule's ring holds.
 const RecentActionsKept = 10
 
-// RecentActionRow is a row of workflow_schedule_recent_actions: one slot
-// of a schedule's ring of its last ten actions (migration 0012). Action N
-// of a schedule (numbered from 0 by Schedule.ActionsCount) goes to slot
-// N % RecentActionsKept, over the action ten before it.
+// RecentActionRow is action N of a schedule (numbered from 0 by
+// Schedule.ActionsCount), as SaveRecentActions records it in the
+// schedule's ring (RingRow), and a row of workflow_schedule_recent_actions,
+// the ring of ten rows a schedule that releases before migration 0033
+// write (slot N % RecentActionsKept, over the action ten before it). This
+// release no longer writes that table and reads it beside the rings
+// (RecentActionsOf) for the actions the previous release records during a
+// rolling upgrade and those recorded before it.
 //
 // Action is what the row holds; the columns after it store it, in one of
 // two shapes (migration 0027, recent_actions.go): the compact one, with
 // the outcome and reason as Code, the run ID's 16 bytes in RunULID and
 // the values a read can recompute left NULL, or the one before 0027
-// (Outcome set), which the previous release writes during a rolling
-// upgrade.
+// (Outcome set).
 type RecentActionRow struct {
 	bun.BaseModel `bun:"table:workflow_schedule_recent_actions,alias:ra"`
 

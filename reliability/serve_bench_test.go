@@ -156,7 +156,7 @@ func seedIdleSchedules(b testing.TB, db *bun.DB, namespace, prefix string, n int
 // off on this machine).
 func analyze(b testing.TB, db *bun.DB) {
 	b.Helper()
-	for _, table := range []string{"workflow_schedules", "workflow_schedule_recent_actions", "workflow_schedule_due"} {
+	for _, table := range []string{"workflow_schedules", "workflow_schedule_recent_actions", "workflow_schedule_rings", "workflow_schedule_due"} {
 		if _, err := db.ExecContext(context.Background(), "ANALYZE "+table); err != nil {
 			b.Fatal(err)
 		}

@@ -90,16 +90,24 @@ func TestRollingUpgrade(t *testing.T) {
 			if strings.HasSuffix(path, "history?limit=5") && fmt.Sprint(fromOld["events"]) != fmt.Sprint(fromNew["events"]) {
 				t.Errorf("%s: the two releases serve different history:\nold %v\nnew %v", path, fromOld["events"], fromNew["events"])
 			}
-			// Both releases wrote the ring (the old shape and, from 0027,
-			// the compact one): this build reads every action whole.
+			// Both releases recorded actions (the old release in its
+			// ten-row ring, this build in the schedule's ring since 0033):
+			// this build reads every action whole, newest first.
 			if actions, ok := fromNew["recent_actions"].([]any); ok && !strings.HasSuffix(path, "history?limit=5") {
 				if len(actions) == 0 {
 					t.Errorf("%s: no recent actions", path)
 				}
+				previous := ""
 				for _, a := range actions {
 					a := a.(map[string]any)
 					if a["outcome"] != "scheduled" || !strings.HasPrefix(fmt.Sprint(a["instance_id"]), "schedule:"+id+":") || len(fmt.Sprint(a["run_id"])) != 26 {
 						t.Errorf("%s: a recent action read incompletely: %v", path, a)
+					}
+					// RFC 3339 in UTC, so text order is time order.
+					if occurrence := fmt.Sprint(a["occurrence_time"]); previous != "" && occurrence >= previous {
+						t.Errorf("%s: recent actions out of order: %s after %s", path, occurrence, previous)
+					} else {
+						previous = occurrence
 					}
 				}
 			}

@@ -46,7 +46,7 @@ func TestCompactionLevelsOffOverSimulatedDays(t *testing.T) {
 	var rows [][2]int
 	sizes := map[string][]int64{} // table → kB at the end of each day
 	tables := []string{"workflow_schedules", "workflow_schedule_history_events", "workflow_runs", "workflow_history_events",
-		"workflow_schedule_recent_actions", "workflow_schedule_health", "workflow_schedule_due", "workflow_schedule_compaction"}
+		"workflow_schedule_rings", "workflow_schedule_health", "workflow_schedule_due", "workflow_schedule_compaction"}
 	for step := 1; step <= 4*24*6; step++ {
 		f.clock.Set(start.Add(time.Duration(step) * 10 * time.Minute))
 		_, err := loop.RunOnce(f.ctx)

@@ -181,7 +181,7 @@ func TestScheduleCountsFollowEveryWrite(t *testing.T) {
 		spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
 		require.NoError(t, loadgen.Seed(f.ctx, f.db, "seed", 25, spec, f.clock.Now().Add(time.Hour)))
 		check("seeded in one statement", 28, 0)
-		_, err = f.db.NewDelete().TableExpr("workflow_schedule_recent_actions").Where("schedule_ulid LIKE 'seed%'").Exec(f.ctx)
+		_, err = f.db.NewDelete().TableExpr("workflow_schedule_rings").Where("schedule_ulid LIKE 'seed%'").Exec(f.ctx)
 		require.NoError(t, err)
 		_, err = f.db.NewDelete().Model((*models.Schedule)(nil)).Where("id LIKE 'seed%'").Exec(f.ctx)
 		require.NoError(t, err)

@@ -205,8 +205,8 @@ func (s *Service) buffer(ctx context.Context, rec *recorder, sch *models.Claimed
 	return FireResult{Outcome: OutcomeBuffered, InstanceID: req.instanceID, BufferDepth: sch.BufferDepth}, err
 }
 
-// remember writes the action into the schedule's ring of its last ten
-// (models.RecentActionRow), over the one ten actions before it.
+// remember records the action in the schedule's ring of its last ten
+// (models.SaveRecentActions), numbered by the schedule's actions count.
 func remember(ctx context.Context, rec *recorder, sch *models.ClaimedSchedule, a models.RecentAction, req fireRequest) error {
 	a.FiredAt = rec.now
 	a.OccurrenceTime = req.occurrence

@@ -74,7 +74,7 @@ func targetBurst(b *testing.B, db *bun.DB, n int, http bool) (time.Duration, []f
 			b.Fatal(err)
 		}
 	}
-	if err := loadgen.Analyze(ctx, db, "workflow_schedules", "workflow_schedule_due", "workflow_schedule_recent_actions"); err != nil {
+	if err := loadgen.Analyze(ctx, db, "workflow_schedules", "workflow_schedule_due", "workflow_schedule_rings"); err != nil {
 		b.Fatal(err)
 	}
 	first := time.Now().Add(4 * time.Second).Truncate(time.Second)

@@ -1,0 +1,408 @@
+package models
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/tidelinehq/tideline/database"
+)
+
+// RingRow is a row of workflow_schedule_rings (migration 0033): a
+// schedule's last RecentActionsKept actions packed into one value, newest
+// first. It replaces the ten rows a schedule had in
+// workflow_schedule_recent_actions (RecentActionRow), which this release
+// still reads, for the actions the previous release records during a
+// rolling upgrade and for those recorded before it.
+//
+// The packed form (ringFormat 1) is a format byte, then per action its
+// length (uvarint) and its bytes: the action number n (uvarint), the
+// outcome and reason as their code (ringCodes; 0 for a pair without one,
+// followed by both as strings), a flags byte, the fire time in Unix
+// microseconds (varint) and the occurrence as microseconds before it
+// (varint), then what the flags say is stored: the lag when it is not
+// the one FireLagMs recomputes, the times' nanoseconds finer than a
+// microsecond, the instance ID when it is not the derived one
+// (DerivedInstanceID), the run ID as its 16 bytes when it is a ULID in
+// canonical form, else as text. A scheduled fire takes ~30 bytes, where
+// its row in the old table took ~116 on the page and ~70 in the index.
+// The length prefix lets a writer keep and drop whole actions without
+// decoding them.
+type RingRow struct {
+	bun.BaseModel `bun:"table:workflow_schedule_rings,alias:rg"`
+
+	ScheduleULID string `bun:"schedule_ulid,pk"`
+	Ring         []byte `bun:"ring,notnull"`
+	// ScheduleID is the schedule's, which derived instance IDs contain;
+	// read with the row.
+	ScheduleID string `bun:"schedule_id,scanonly"`
+}
+
+const ringFormat = 1
+
+// Flags of a packed action: which optional parts follow its times.
+const (
+	ringLag      = 1 << iota // the lag, as a varint
+	ringNanos                // fired_at's and the occurrence's nanoseconds past the microsecond
+	ringInstance             // the instance ID, as a string
+	ringRunULID              // the run ID's 16 bytes
+	ringRunText              // the run ID, as a string
+)
+
+// errRing reports a ring value this release cannot read.
+var errRing = errors.New("malformed ring of recent actions")
+
+// packedAction is one action of a ring, still packed: n orders it.
+type packedAction struct {
+	n     int64
+	bytes []byte
+}
+
+// packAction packs action n of the schedule scheduleID (which may be ""
+// when unknown: the instance ID is then always stored).
+func packAction(scheduleID string, n int64, a RecentAction) []byte {
+	b := binary.AppendUvarint(nil, uint64(n))
+	code, ok := RecentActionCode(a.Outcome, a.Reason)
+	if ok {
+		b = append(b, byte(code))
+	} else {
+		b = append(b, 0)
+		b = appendString(b, a.Outcome)
+		b = appendString(b, a.Reason)
+	}
+	var flags byte
+	if FireLagMs(a.FiredAt, a.OccurrenceTime) != a.FireLagMs {
+		flags |= ringLag
+	}
+	if a.FiredAt.Nanosecond()%1000 != 0 || a.OccurrenceTime.Nanosecond()%1000 != 0 {
+		flags |= ringNanos
+	}
+	if scheduleID == "" || DerivedInstanceID(scheduleID, a.Outcome, a.OccurrenceTime) != a.InstanceID {
+		flags |= ringInstance
+	}
+	// A run ID in ULID's canonical spelling is its 16 bytes; any other
+	// (one a test or an older release made) stays text; none is neither.
+	var run ulid.ULID
+	if id, err := ulid.ParseStrict(a.RunID); err == nil && id.String() == a.RunID {
+		flags |= ringRunULID
+		run = id
+	} else if a.RunID != "" {
+		flags |= ringRunText
+	}
+	b = append(b, flags)
+	fired := a.FiredAt.UnixMicro()
+	b = binary.AppendVarint(b, fired)
+	b = binary.AppendVarint(b, fired-a.OccurrenceTime.UnixMicro())
+	if flags&ringLag != 0 {
+		b = binary.AppendVarint(b, a.FireLagMs)
+	}
+	if flags&ringNanos != 0 {
+		b = binary.AppendUvarint(b, uint64(a.FiredAt.Nanosecond()%1000))
+		b = binary.AppendUvarint(b, uint64(a.OccurrenceTime.Nanosecond()%1000))
+	}
+	if flags&ringInstance != 0 {
+		b = appendString(b, a.InstanceID)
+	}
+	switch {
+	case flags&ringRunULID != 0:
+		b = append(b, run[:]...)
+	case flags&ringRunText != 0:
+		b = appendString(b, a.RunID)
+	}
+	return b
+}
+
+// unpackAction is the action n that packAction packed for scheduleID.
+func unpackAction(scheduleID string, b []byte) (int64, RecentAction, error) {
+	r := ringReader{b: b}
+	n := int64(r.uvarint())
+	var a RecentAction
+	if code := int(r.byte()); code == 0 {
+		a.Outcome, a.Reason = r.string(), r.string()
+	} else if code < len(ringCodes) {
+		a.Outcome, a.Reason = ringCodes[code].outcome, ringCodes[code].reason
+	} else {
+		r.err = errRing
+	}
+	flags := r.byte()
+	fired := r.varint()
+	occurrence := fired - r.varint()
+	a.FiredAt, a.OccurrenceTime = time.UnixMicro(fired).UTC(), time.UnixMicro(occurrence).UTC()
+	if flags&ringLag != 0 {
+		a.FireLagMs = r.varint()
+	}
+	if flags&ringNanos != 0 {
+		a.FiredAt = a.FiredAt.Add(time.Duration(r.uvarint() % 1000))
+		a.OccurrenceTime = a.OccurrenceTime.Add(time.Duration(r.uvarint() % 1000))
+	}
+	if flags&ringLag == 0 {
+		a.FireLagMs = FireLagMs(a.FiredAt, a.OccurrenceTime)
+	}
+	if flags&ringInstance != 0 {
+		a.InstanceID = r.string()
+	} else {
+		a.InstanceID = DerivedInstanceID(scheduleID, a.Outcome, a.OccurrenceTime)
+	}
+	switch {
+	case flags&ringRunULID != 0:
+		var id ulid.ULID
+		copy(id[:], r.bytes(len(id)))
+		a.RunID = id.String()
+	case flags&ringRunText != 0:
+		a.RunID = r.string()
+	}
+	if r.err == nil && len(r.b) > 0 {
+		r.err = errRing
+	}
+	return n, a, r.err
+}
+
+// splitRing lists a ring's packed actions, newest first.
+func splitRing(ring []byte) ([]packedAction, error) {
+	if len(ring) == 0 {
+		return nil, nil
+	}
+	if ring[0] != ringFormat {
+		return nil, fmt.Errorf("%w: format %d", errRing, ring[0])
+	}
+	r := ringReader{b: ring[1:]}
+	var out []packedAction
+	for len(r.b) > 0 && r.err == nil {
+		entry := r.bytes(r.length())
+		if r.err != nil {
+			break
+		}
+		n, k := binary.Uvarint(entry)
+		if k <= 0 {
+			return nil, errRing
+		}
+		out = append(out, packedAction{n: int64(n), bytes: entry})
+	}
+	return out, r.err
+}
+
+// joinRing packs the newest RecentActionsKept of actions into a ring.
+func joinRing(actions []packedAction) []byte {
+	slices.SortStableFunc(actions, func(a, b packedAction) int { return cmpDesc(a.n, b.n) })
+	actions = slices.CompactFunc(actions, func(a, b packedAction) bool { return a.n == b.n })
+	actions = actions[:min(len(actions), RecentActionsKept)]
+	out := []byte{ringFormat}
+	for _, a := range actions {
+		out = binary.AppendUvarint(out, uint64(len(a.bytes)))
+		out = append(out, a.bytes...)
+	}
+	return out
+}
+
+func cmpDesc(a, b int64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// ringReader reads a packed value; its first error sticks, and every read
+// after it gives a zero value.
+type ringReader struct {
+	b   []byte
+	err error
+}
+
+func (r *ringReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.err = errRing
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *ringReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Varint(r.b)
+	if k <= 0 {
+		r.err = errRing
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+func (r *ringReader) byte() byte {
+	b := r.bytes(1)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+func (r *ringReader) bytes(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b) {
+		r.err = errRing
+		return nil
+	}
+	out := r.b[:n:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *ringReader) string() string { return string(r.bytes(r.length())) }
+
+// length reads a length prefix: -1 (an error at the next read) for one
+// longer than what is left.
+func (r *ringReader) length() int {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		return -1
+	}
+	return int(n)
+}
+
+// SaveRecentActions records actions in their schedules' rings, in two
+// statements whatever their number: one reads the rings, one writes them
+// back (on PostgreSQL INSERT … ON CONFLICT DO UPDATE from one typed array
+// per column, see InsertRuns), each with its newest RecentActionsKept
+// actions. The caller holds the schedules' row locks, as every fire does:
+// only a fire of a schedule writes its ring, so nothing changes the rings
+// between the read and the write. A row's ScheduleID lets its derived
+// instance ID be left out.
+func SaveRecentActions(ctx context.Context, db bun.IDB, rows []*RecentActionRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	added := make(map[string][]packedAction, len(rows))
+	var ids []string
+	for _, r := range rows {
+		if _, ok := added[r.ScheduleULID]; !ok {
+			ids = append(ids, r.ScheduleULID)
+		}
+		added[r.ScheduleULID] = append(added[r.ScheduleULID], packedAction{n: r.N, bytes: packAction(r.ScheduleID, r.N, r.Action)})
+	}
+	var current []RingRow
+	q := db.NewSelect().Model(&current).Column("rg.schedule_ulid", "rg.ring")
+	if database.Of(db).TypedArrays() {
+		q = q.Where("rg.schedule_ulid = ANY(?::text[])", pgdialect.Array(ids))
+	} else {
+		q = q.Where("rg.schedule_ulid IN (?)", bun.In(ids))
+	}
+	if err := q.Scan(ctx); err != nil {
+		return fmt.Errorf("read rings of recent actions: %w", err)
+	}
+	kept := make(map[string][]packedAction, len(current))
+	for _, c := range current {
+		actions, err := splitRing(c.Ring)
+		if err != nil {
+			return fmt.Errorf("ring of schedule %s: %w", c.ScheduleULID, err)
+		}
+		kept[c.ScheduleULID] = actions
+	}
+	out := make([]RingRow, len(ids))
+	rings := make([][]byte, len(ids))
+	for i, id := range ids {
+		rings[i] = joinRing(append(added[id], kept[id]...))
+		out[i] = RingRow{ScheduleULID: id, Ring: rings[i]}
+	}
+	var err error
+	if database.Of(db).TypedArrays() {
+		_, err = db.NewRaw(`INSERT INTO workflow_schedule_rings (schedule_ulid, ring)
+			SELECT * FROM unnest(?::text[], ?::bytea[])
+			ON CONFLICT (schedule_ulid) DO UPDATE SET ring = EXCLUDED.ring`, pgdialect.Array(ids), pgdialect.Array(rings)).Exec(ctx)
+	} else {
+		_, err = db.NewInsert().Model(&out).On("CONFLICT (schedule_ulid) DO UPDATE").Set("ring = EXCLUDED.ring").Exec(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("save recent actions: %w", err)
+	}
+	return nil
+}
+
+// RecentActionsOf reads the rings of the given schedules, each newest
+// first, from both tables (migration 0033): one statement each, by primary
+// key, with the schedule's ID that derived instance IDs need. Actions are
+// merged by their number, the newest RecentActionsKept kept.
+func RecentActionsOf(ctx context.Context, db bun.IDB, scheduleULIDs []string) (map[string][]RecentAction, error) {
+	out := make(map[string][]RecentAction, len(scheduleULIDs))
+	if len(scheduleULIDs) == 0 {
+		return out, nil
+	}
+	var rings []RingRow
+	err := db.NewSelect().Model(&rings).ColumnExpr("rg.*").ColumnExpr("s.schedule_id").
+		Join("JOIN workflow_schedules AS s ON s.id = rg.schedule_ulid").
+		Where("rg.schedule_ulid IN (?)", bun.In(scheduleULIDs)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read recent actions: %w", err)
+	}
+	var rows []RecentActionRow
+	err = db.NewSelect().Model(&rows).ColumnExpr("ra.*").ColumnExpr("s.schedule_id").
+		Join("JOIN workflow_schedules AS s ON s.id = ra.schedule_ulid").
+		Where("ra.schedule_ulid IN (?)", bun.In(scheduleULIDs)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read recent actions: %w", err)
+	}
+	type numbered struct {
+		n int64
+		a RecentAction
+	}
+	all := make(map[string][]numbered, len(scheduleULIDs))
+	for _, rg := range rings {
+		actions, err := splitRing(rg.Ring)
+		if err != nil {
+			return nil, fmt.Errorf("ring of schedule %s: %w", rg.ScheduleULID, err)
+		}
+		for _, p := range actions {
+			n, a, err := unpackAction(rg.ScheduleID, p.bytes)
+			if err != nil {
+				return nil, fmt.Errorf("ring of schedule %s: %w", rg.ScheduleULID, err)
+			}
+			all[rg.ScheduleULID] = append(all[rg.ScheduleULID], numbered{n, a})
+		}
+	}
+	// Rows of the ten-row ring come after the ring's actions, so that the
+	// stable sort keeps the ring's of a number both hold (none should).
+	for i := range rows {
+		r := &rows[i]
+		all[r.ScheduleULID] = append(all[r.ScheduleULID], numbered{r.N, r.decode()})
+	}
+	for id, list := range all {
+		slices.SortStableFunc(list, func(a, b numbered) int { return cmpDesc(a.n, b.n) })
+		list = slices.CompactFunc(list, func(a, b numbered) bool { return a.n == b.n })
+		actions := make([]RecentAction, 0, min(len(list), RecentActionsKept))
+		for _, x := range list[:min(len(list), RecentActionsKept)] {
+			actions = append(actions, x.a)
+		}
+		out[id] = actions
+	}
+	return out, nil
+}
+
+// VacuumRecentActions reclaims the rings' dead row versions. A fire
+// rewrites the ring of each schedule it fires; the fill factor keeps the
+// new version on its page, and pruning reclaims the old one there, but
+// where a page's versions outran its room (a batch catching up, a
+// snapshot held across several fires) the new ones went elsewhere with
+// new index entries, which only a vacuum frees for reuse — and where
+// autovacuum is off nothing else does. Not inside a transaction. The
+// ten-row ring of the previous release is no longer written by this one.
+func VacuumRecentActions(ctx context.Context, db bun.IDB) error {
+	return database.Of(db).Vacuum(ctx, db, "workflow_schedule_rings")
+}
