@@ -21,14 +21,15 @@ import (
 // small index (70–110 ms against 0.2 ms). So the side table is first asked
 // whether the label (or text) is rare — at most this many entries read —
 // and only a rare one drives; a common one is checked row by row as the
-// walk meets it, which finds a page within a few thousand rows.
+// walk meets it (from the row's JSON), which finds a page within a few
+// thousand rows in the ID order.
 const sideTableDriveLimit = 1000
 
 // ScheduleLabel on SQLite: workflow_schedule_labels holds each schedule's
 // string-valued labels, kept by triggers (migration 0031). A rare label
 // drives the page (IN on the (namespace, schedule_id) key, which also
-// keeps the ID order without a sort); a common one is an EXISTS probe of
-// the side table's primary key per row the walk meets.
+// keeps the ID order without a sort); a common one is read from each
+// row's JSON as the walk meets it.
 func (sqlite) ScheduleLabel(ctx context.Context, db bun.IDB, namespace, key, value string) (string, []any, error) {
 	args := []any{namespace, key, value}
 	var n int
@@ -41,8 +42,14 @@ func (sqlite) ScheduleLabel(ctx context.Context, db bun.IDB, namespace, key, val
 		return `s.schedule_id IN (SELECT l.schedule_id FROM workflow_schedule_labels AS l
 			WHERE l.namespace = ? AND l.label_key = ? AND l.label_value = ?)`, args, nil
 	}
-	return `EXISTS (SELECT 1 FROM workflow_schedule_labels AS l
-		WHERE l.namespace = s.namespace AND l.label_key = ? AND l.label_value = ? AND l.schedule_id = s.schedule_id)`, args[1:], nil
+	// The row's own labels, as before the side table: in the next-fire
+	// order the walk meets every schedule of the namespace, and a probe of
+	// the side table per row cost more than reading the row's JSON (a page
+	// of a label on half of 100,000: 276 ms against 115 ms). json_type
+	// keeps the meaning to string values, as the side table and
+	// PostgreSQL's containment have it.
+	path := "'$.\"' || ? || '\"'"
+	return "(json_type(s.labels, " + path + ") = 'text' AND json_extract(s.labels, " + path + ") = ?)", []any{key, key, value}, nil
 }
 
 // ScheduleTextCandidates on SQLite: workflow_schedule_search is an FTS5
