@@ -29,10 +29,21 @@ type Dialect interface {
 	// JSONTextParam is JSONText with the key bound as the query's next
 	// argument.
 	JSONTextParam(column string) string
-	// JSONHasPair is the condition that a JSON object column holds a key
-	// with a string value, both bound as the next two arguments: on
-	// PostgreSQL a containment (@>) a GIN index answers.
-	JSONHasPair(column string) string
+	// ScheduleLabel is the registry's label filter: the condition that
+	// the schedule s of namespace has a label key whose value is the
+	// string value (a number, object or array never matches), with its
+	// arguments. PostgreSQL: a containment (@>) the labels' GIN index
+	// answers (migration 0026). SQLite: a lookup in the labels' side table
+	// (migration 0031), whose form depends on how many schedules carry
+	// the label, so it may read the database (see sqlite.ScheduleLabel).
+	ScheduleLabel(ctx context.Context, db bun.IDB, namespace, key, value string) (string, []any, error)
+	// ScheduleTextCandidates narrows the registry's free-text search (the
+	// lower-cased text as a substring of s's schedule ID, note or workflow
+	// type; the caller keeps its LIKE condition, which decides) to a
+	// superset of the matches an index finds. "" when the LIKE needs no
+	// help: PostgreSQL's trigram indexes (migration 0028) serve the LIKE
+	// itself. SQLite: the full-text table of migration 0031.
+	ScheduleTextCandidates(ctx context.Context, db bun.IDB, lowered string) (string, []any, error)
 	// IsUniqueViolation reports whether err is a unique-key violation, by
 	// the driver's error code (not by matching message text, which drivers
 	// are free to reword).
@@ -116,8 +127,11 @@ func (postgres) Lock(q *bun.SelectQuery, clause string) *bun.SelectQuery {
 }
 func (postgres) JSONText(column, key string) string { return column + "->>'" + key + "'" }
 func (postgres) JSONTextParam(column string) string { return column + "->>?" }
-func (postgres) JSONHasPair(column string) string {
-	return column + " @> jsonb_build_object(?::text, ?::text)"
+func (postgres) ScheduleLabel(_ context.Context, _ bun.IDB, _, key, value string) (string, []any, error) {
+	return "s.labels @> jsonb_build_object(?::text, ?::text)", []any{key, value}, nil
+}
+func (postgres) ScheduleTextCandidates(context.Context, bun.IDB, string) (string, []any, error) {
+	return "", nil, nil
 }
 func (postgres) IsUniqueViolation(err error) bool {
 	var pg *pgconn.PgError
@@ -175,8 +189,7 @@ func (sqlite) JSONText(column, key string) string {
 func (sqlite) JSONTextParam(column string) string {
 	return "json_extract(" + column + ", '$.\"' || ? || '\"')"
 }
-func (d sqlite) JSONHasPair(column string) string { return d.JSONTextParam(column) + " = ?" }
-func (sqlite) TypedArrays() bool                  { return false }
+func (sqlite) TypedArrays() bool { return false }
 
 // Optimize runs PRAGMA optimize, which analyzes only the tables never
 // analyzed or whose size changed a lot since, each within analysis_limit

@@ -477,6 +477,10 @@ func (r *scheduleWithHealth) schedule() Schedule {
 // the rest walks the (namespace, schedule_id) key, so no page sorts the
 // namespace's schedules by a computed rank (BenchmarkRegistryHealthOrder).
 func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedule, bool, error) {
+	search, err := searchConditions(ctx, db, f)
+	if err != nil {
+		return nil, false, err
+	}
 	var rows []scheduleWithHealth
 	if f.ByHealthRank {
 		for rank := int(f.AfterRank); rank <= len(f.Conditions.Rules) && len(rows) <= f.Limit; rank++ {
@@ -487,15 +491,14 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 			if rank == int(f.AfterRank) {
 				after = f.AfterID
 			}
-			page, err := listPage(ctx, db, f, &rank, after, f.Limit+1-len(rows))
+			page, err := listPage(ctx, db, f, search, &rank, after, f.Limit+1-len(rows))
 			if err != nil {
 				return nil, false, err
 			}
 			rows = append(rows, page...)
 		}
 	} else {
-		var err error
-		if rows, err = listPage(ctx, db, f, f.HealthRank, f.AfterID, f.Limit+1); err != nil {
+		if rows, err = listPage(ctx, db, f, search, f.HealthRank, f.AfterID, f.Limit+1); err != nil {
 			return nil, false, err
 		}
 	}
@@ -527,9 +530,48 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	return out, more, nil
 }
 
+// condition is a WHERE condition with its arguments.
+type condition struct {
+	where string
+	args  []any
+}
+
+// searchFilter is a list's text and label conditions.
+type searchFilter struct{ text, label []condition }
+
+// searchConditions are the label filter's and the text search's
+// conditions of f, decided once for all the statements of a page (the
+// health order reads one per rank): on SQLite deciding them reads the
+// side tables (database.Dialect.ScheduleLabel).
+func searchConditions(ctx context.Context, db bun.IDB, f ScheduleFilter) (searchFilter, error) {
+	var out searchFilter
+	if f.Text != "" {
+		lowered := strings.ToLower(f.Text)
+		like := "%" + escapeLike(lowered) + "%"
+		out.text = append(out.text, condition{"(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER(" +
+			database.Of(db).JSONText("s.action", "workflow_type") + ") LIKE ? ESCAPE '\\')", []any{like, like, like}})
+		where, args, err := database.Of(db).ScheduleTextCandidates(ctx, db, lowered)
+		if err != nil {
+			return out, fmt.Errorf("list schedules: %w", err)
+		}
+		if where != "" {
+			out.text = append(out.text, condition{where, args})
+		}
+	}
+	if f.LabelKey != "" {
+		where, args, err := database.Of(db).ScheduleLabel(ctx, db, f.Namespace, f.LabelKey, f.LabelValue)
+		if err != nil {
+			return out, fmt.Errorf("list schedules: %w", err)
+		}
+		out.label = append(out.label, condition{where, args})
+	}
+	return out, nil
+}
+
 // listPage reads up to limit rows of f past afterID in f's order (ID or
-// next fire), of one health rank when rank is set.
-func listPage(ctx context.Context, db bun.IDB, f ScheduleFilter, rank *int, afterID string, limit int) ([]scheduleWithHealth, error) {
+// next fire), of one health rank when rank is set; search are f's text
+// and label conditions (searchConditions).
+func listPage(ctx context.Context, db bun.IDB, f ScheduleFilter, search searchFilter, rank *int, afterID string, limit int) ([]scheduleWithHealth, error) {
 	var rows []scheduleWithHealth
 	q := db.NewSelect().Model(&rows).ColumnExpr("s.*").
 		ColumnExpr("h.consecutive_failures AS h_consecutive_failures, h.failures_count AS h_failures_count, h.paused_at_failures AS h_paused_at_failures").
@@ -543,15 +585,14 @@ func listPage(ctx context.Context, db bun.IDB, f ScheduleFilter, rank *int, afte
 	if len(f.Statuses) > 0 {
 		q = q.Where("s.status IN (?)", bun.In(f.Statuses))
 	}
-	if f.Text != "" {
-		like := "%" + escapeLike(strings.ToLower(f.Text)) + "%"
-		q = q.Where("(LOWER(s.schedule_id) LIKE ? ESCAPE '\\' OR LOWER(s.note) LIKE ? ESCAPE '\\' OR LOWER("+database.Of(db).JSONText("s.action", "workflow_type")+") LIKE ? ESCAPE '\\')", like, like, like)
+	for _, c := range search.text {
+		q = q.Where(c.where, c.args...)
 	}
 	if f.WorkflowType != "" {
 		q = q.Where(database.Of(db).JSONText("s.action", "workflow_type")+" = ?", f.WorkflowType)
 	}
-	if f.LabelKey != "" {
-		q = q.Where(database.Of(db).JSONHasPair("s.labels"), f.LabelKey, f.LabelValue)
+	for _, c := range search.label {
+		q = q.Where(c.where, c.args...)
 	}
 	if f.Conditions != nil {
 		expr, args := f.Conditions.rank(db)

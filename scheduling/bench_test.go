@@ -23,7 +23,7 @@ import (
 // next fire is at `next`; it bypasses Create to keep setup fast. Each has
 // fired before: its ring of recent actions is full (loadgen.Seed), as any
 // schedule's is from its eleventh fire on.
-func seedSchedules(b *testing.B, db *bun.DB, prefix string, n int, next time.Time) {
+func seedSchedules(b testing.TB, db *bun.DB, prefix string, n int, next time.Time) {
 	b.Helper()
 	spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
 	if err := loadgen.Seed(context.Background(), db, prefix, n, spec, next); err != nil {
