@@ -227,12 +227,7 @@ func (r *ringReader) uvarint() uint64 {
 		return 0
 	}
 	v, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.err = errRing
-		return 0
-	}
-	r.b = r.b[k:]
-	return v
+	return advance(r, k, v)
 }
 
 func (r *ringReader) varint() int64 {
@@ -240,6 +235,12 @@ func (r *ringReader) varint() int64 {
 		return 0
 	}
 	v, k := binary.Varint(r.b)
+	return advance(r, k, v)
+}
+
+// advance moves r past a varint of k bytes and returns it (k ≤ 0: none could
+// be read).
+func advance[T uint64 | int64](r *ringReader, k int, v T) T {
 	if k <= 0 {
 		r.err = errRing
 		return 0
