@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidelinehq/tideline/database"
 	"github.com/tidelinehq/tideline/database/dbtest"
+	"github.com/tidelinehq/tideline/loadgen"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/retention"
 	"github.com/tidelinehq/tideline/scheduling"
@@ -390,4 +391,37 @@ func TestFailingCountsSerializeTheTwoSides(t *testing.T) {
 		c := requireCountsScanned(t, f, c.name, "default")
 		require.Zero(t, c.Failing, "%s: the failing schedule is deleted", cases[i].name)
 	}
+}
+
+// The health counts that change with the time alone stop at
+// HealthCountCap and say so; the failing count, kept, is exact past it.
+func TestHealthCountsStopAtTheCap(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		spec := models.Spec{CronExpressions: []string{"* * * * *"}, Intervals: []models.Interval{}, Timezone: "UTC"}
+		// Overdue by more than the loop's grace: overdue and stale.
+		require.NoError(t, loadgen.Seed(f.ctx, f.db, "late", scheduling.HealthCountCap, spec, f.clock.Now().Add(-2*scheduling.LoopGrace)))
+		// Failing (not overdue: failing ranks first anyway).
+		require.NoError(t, loadgen.Seed(f.ctx, f.db, "fail", scheduling.HealthCountCap+5, spec, f.clock.Now().Add(time.Hour)))
+		_, err := f.db.ExecContext(f.ctx, `INSERT INTO workflow_schedule_health (schedule_ulid, consecutive_failures, updated_at)
+			SELECT id, 1, updated_at FROM workflow_schedules WHERE id LIKE 'fail%'`)
+		require.NoError(t, err)
+
+		c, err := f.svc.Counts(f.ctx, "default")
+		require.NoError(t, err)
+		at := func(c models.ScheduleCounts) [4]any {
+			return [4]any{c.Overdue, c.OverdueCapped, c.Stale, c.StaleCapped}
+		}
+		require.Equal(t, [4]any{int64(scheduling.HealthCountCap), false, int64(scheduling.HealthCountCap), false}, at(c), "exactly the cap: exact")
+		require.EqualValues(t, scheduling.HealthCountCap+5, c.Failing, "failing is kept, not capped")
+
+		require.NoError(t, loadgen.Seed(f.ctx, f.db, "later", 3, spec, f.clock.Now().Add(-2*scheduling.LoopGrace)))
+		c, err = f.svc.Counts(f.ctx, "default")
+		require.NoError(t, err)
+		require.Equal(t, [4]any{int64(scheduling.HealthCountCap), true, int64(scheduling.HealthCountCap), true}, at(c), "past the cap: at the cap, and more")
+		require.False(t, c.StuckCapped || c.SkippingCapped)
+		requireCountsScanned(t, f, "seeded", "default")
+	})
 }
