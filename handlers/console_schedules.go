@@ -206,9 +206,16 @@ func (h *Console) Registry(c echo.Context) error {
 	if counts.Stale > 0 {
 		// The stale are some of the Overdue chip's schedules (the same
 		// state, further past), so the two numbers are said together.
+		// Both counts stop at a cap: past it, "more than 1,000".
 		who := countWord(int(counts.Stale), "schedule is", "schedules are")
-		if counts.Stale < counts.Overdue {
-			who = fmt.Sprintf("%d of the %d overdue schedules %s", counts.Stale, counts.Overdue, plural(counts.Stale, "is", "are"))
+		if counts.StaleCapped {
+			who = "More than " + groupDigits(counts.Stale) + " schedules are"
+		} else if counts.Stale < counts.Overdue || counts.OverdueCapped {
+			overdue := groupDigits(counts.Overdue)
+			if counts.OverdueCapped {
+				overdue = "more than " + overdue
+			}
+			who = fmt.Sprintf("%d of the %s overdue schedules %s", counts.Stale, overdue, plural(counts.Stale, "is", "are"))
 		}
 		v.LoopWarning = fmt.Sprintf("%s more than %s past %s fire time: no scheduling loop seems to be running (every replica started with --no-loop, or the loop is stuck).",
 			who, durationText(scheduling.LoopGrace), plural(counts.Stale, "its", "their"))
@@ -268,15 +275,15 @@ func (h *Console) Registry(c echo.Context) error {
 	}
 	filter := scheduling.ListFilter{Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Health: health, Sort: cmp.Or(sort, "health")}
 	if c.QueryParam("drift") == "" {
-		total, exact := registryTotal(counts, status, health, q, label)
-		if !exact && (page.HasMore || cursor != "") {
+		total, exact, counted := registryTotal(counts, status, health, q, label)
+		if !counted && (page.HasMore || cursor != "") {
 			// A text or label filter has no chip: count it, bounded.
 			ids, more, err := h.Schedules.MatchingIDs(c.Request().Context(), filter, scheduling.MaxBulkMatching)
 			if err != nil {
 				return err
 			}
 			total, exact = int64(len(ids)), !more
-		} else if !exact && cursor == "" && !page.HasMore {
+		} else if (!counted || !exact) && cursor == "" && !page.HasMore {
 			total, exact = int64(len(page.Schedules)), true
 		}
 		r.registryPager(&v, page, list, back, pageNo, int(limit), total, exact)
@@ -296,18 +303,18 @@ func (h *Console) Registry(c echo.Context) error {
 // of status (active, paused) or health (failing, overdue) and clears the
 // other, so exactly one is current; "all" clears both.
 func registryChips(n models.ScheduleCounts, status, health string, list func(...string) string) []views.FilterChip {
-	chip := func(key, label string, count int64, st, he string) views.FilterChip {
-		return views.FilterChip{Key: key, Label: label, Count: count, URL: list("status", st, "health", he, "cursor", ""),
+	chip := func(key, label string, count int64, more bool, st, he string) views.FilterChip {
+		return views.FilterChip{Key: key, Label: label, Count: count, More: more, URL: list("status", st, "health", he, "cursor", ""),
 			Current: status == st && health == he}
 	}
 	return []views.FilterChip{
-		chip("all", "All", n.All, "", ""),
-		chip("failing", "Failing", n.Failing, "", "failing"),
-		chip("stuck", "Stuck", n.Stuck, "", "stuck"),
-		chip("overdue", "Overdue", n.Overdue, "", "overdue"),
-		chip("skipping", "Skipping", n.Skipping, "", "skipping"),
-		chip("paused", "Paused", n.Paused, "paused", ""),
-		chip("active", "Active", n.Active, "active", ""),
+		chip("all", "All", n.All, false, "", ""),
+		chip("failing", "Failing", n.Failing, false, "", "failing"),
+		chip("stuck", "Stuck", n.Stuck, n.StuckCapped, "", "stuck"),
+		chip("overdue", "Overdue", n.Overdue, n.OverdueCapped, "", "overdue"),
+		chip("skipping", "Skipping", n.Skipping, n.SkippingCapped, "", "skipping"),
+		chip("paused", "Paused", n.Paused, false, "paused", ""),
+		chip("active", "Active", n.Active, false, "active", ""),
 	}
 }
 
@@ -336,29 +343,30 @@ func pagerStack(c echo.Context) ([]string, int) {
 }
 
 // registryTotal is how many schedules the filter selects, when a chip
-// counts exactly that set (exact); a text, label or deleted filter has no
-// chip.
-func registryTotal(n models.ScheduleCounts, status, health, q, label string) (int64, bool) {
+// counts that set (counted): exactly, or at least total when the chip's
+// count stopped at its cap (exact false). A text, label or deleted filter
+// has no chip.
+func registryTotal(n models.ScheduleCounts, status, health, q, label string) (total int64, exact, counted bool) {
 	if q != "" || label != "" || (status != "" && health != "") {
-		return 0, false
+		return 0, false, false
 	}
 	switch {
 	case status == "" && health == "":
-		return n.All, true
+		return n.All, true, true
 	case status == models.StatusActive:
-		return n.Active, true
+		return n.Active, true, true
 	case status == models.StatusPaused:
-		return n.Paused, true
+		return n.Paused, true, true
 	case health == "failing":
-		return n.Failing, true
+		return n.Failing, true, true
 	case health == "stuck":
-		return n.Stuck, true
+		return n.Stuck, !n.StuckCapped, true
 	case health == "overdue":
-		return n.Overdue, true
+		return n.Overdue, !n.OverdueCapped, true
 	case health == "skipping":
-		return n.Skipping, true
+		return n.Skipping, !n.SkippingCapped, true
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // registryPager fills in First, Previous, Next and "51–100 of 1,234".

@@ -22,8 +22,8 @@ import (
 )
 
 // requireCountsScanned fails unless each namespace's maintained counts,
-// and the status chips Service.Counts serves, equal a fresh scan; it
-// returns the first namespace's counts.
+// and the status and failing chips Service.Counts serves, equal a fresh
+// scan; it returns the first namespace's counts.
 func requireCountsScanned(t *testing.T, f *fixture, step string, namespaces ...string) models.ScheduleCounts {
 	t.Helper()
 	var first models.ScheduleCounts
@@ -35,7 +35,7 @@ func requireCountsScanned(t *testing.T, f *fixture, step string, namespaces ...s
 		require.Equal(t, want, got, "%s: namespace %s: maintained counts (got) differ from a scan (want)", step, ns)
 		chips, err := f.svc.Counts(f.ctx, ns)
 		require.NoError(t, err)
-		require.Equal(t, [3]int64{want.All, want.Active, want.Paused}, [3]int64{chips.All, chips.Active, chips.Paused},
+		require.Equal(t, [4]int64{want.All, want.Active, want.Paused, want.Failing}, [4]int64{chips.All, chips.Active, chips.Paused, chips.Failing},
 			"%s: namespace %s: Service.Counts", step, ns)
 		if i == 0 {
 			first = got

@@ -184,8 +184,17 @@ func decodeNextFireCursor(cursor string) (*time.Time, string, bool) {
 // every few seconds, so a minute late means none is (or it is stuck).
 const LoopGrace = time.Minute
 
+// HealthCountCap bounds the health counts that change with the time alone
+// (stuck, overdue, skipping, stale): each is counted per view from its
+// state's index, up to this many; beyond, the chip says "1,000+". A count
+// then costs at most this many rows in the state whatever their number
+// (failing is kept per namespace and exact).
+const HealthCountCap = 1000
+
 // Counts are a namespace's live schedules by status and health state (the
-// registry's chips): each state counted as its filter lists it.
+// registry's chips): each state counted as its filter lists it. Status
+// and failing are kept per namespace (CountSchedules); the states that
+// change with the time alone are counted up to HealthCountCap.
 func (s *Service) Counts(ctx context.Context, namespace string) (models.ScheduleCounts, error) {
 	now := s.clock.Now()
 	c, err := models.CountSchedules(ctx, s.db, namespace)
@@ -193,14 +202,23 @@ func (s *Service) Counts(ctx context.Context, namespace string) (models.Schedule
 		return c, err
 	}
 	cond := healthConditions(now)
-	counts := map[string]*int64{HealthFailing: &c.Failing, HealthStuck: &c.Stuck, HealthOverdue: &c.Overdue, HealthSkipping: &c.Skipping}
+	type bounded struct {
+		n      *int64
+		capped *bool
+	}
+	counts := map[string]bounded{HealthStuck: {&c.Stuck, &c.StuckCapped}, HealthOverdue: {&c.Overdue, &c.OverdueCapped},
+		HealthSkipping: {&c.Skipping, &c.SkippingCapped}}
 	for rank, rule := range healthRules {
-		if *counts[rule.State], err = models.CountHealthRank(ctx, s.db, namespace, cond, rank, ""); err != nil {
+		b, ok := counts[rule.State]
+		if !ok {
+			continue // failing: kept
+		}
+		if *b.n, *b.capped, err = models.CountHealthRank(ctx, s.db, namespace, cond, rank, HealthCountCap, ""); err != nil {
 			return c, err
 		}
 	}
 	overdue, _ := healthRankOf(HealthOverdue)
-	c.Stale, err = models.CountHealthRank(ctx, s.db, namespace, cond, overdue, "s.next_fire_at < ?", now.Add(-LoopGrace))
+	c.Stale, c.StaleCapped, err = models.CountHealthRank(ctx, s.db, namespace, cond, overdue, HealthCountCap, "s.next_fire_at < ?", now.Add(-LoopGrace))
 	return c, err
 }
 

@@ -21,12 +21,15 @@ import (
 // among 1k and 20k schedules, 1 % each failing, stuck (a run pending with
 // no worker) and overdue, every schedule with a health row. Sub-benchmarks:
 // the first page of 50, a page deep in the rest (a cursor halfway through
-// the IDs), the Stuck chip's list, and the chips' counts. Each rank is a
+// the IDs), the Stuck chip's list, and the chips' counts (also with 20k
+// failing schedules in another namespace, then with every schedule of
+// this one failing: issue 35 goal 3). Each rank is a
 // keyset query started from its state's index, so the pages must cost the
 // same at 20k as at 1k (docs/PERFORMANCE.md).
 //
 //	go test ./scheduling -run '^$' -bench RegistryHealthOrder -count 3
 func BenchmarkRegistryHealthOrder(b *testing.B) {
+	const failingElsewhere = 20000
 	for _, dialect := range dbtest.Dialects {
 		for _, n := range []int{1000, 20000} {
 			b.Run(fmt.Sprintf("%s/schedules=%d", dialect, n), func(b *testing.B) {
@@ -110,6 +113,44 @@ func BenchmarkRegistryHealthOrder(b *testing.B) {
 					for b.Loop() {
 						if c, err := svc.Counts(ctx, "default"); err != nil || c.Stuck != perState {
 							b.Fatal(err)
+						}
+					}
+				})
+				// Issue 35 goal 3: another namespace's failures, then every
+				// schedule of this one failing, must not cost this
+				// namespace's chips.
+				seedSchedules(b, db, "oth", failingElsewhere, t0.Add(24*time.Hour))
+				for _, q := range []string{
+					"UPDATE workflow_schedules SET namespace = 'other' WHERE id LIKE 'oth%'",
+					"INSERT INTO workflow_schedule_health (schedule_ulid, consecutive_failures, updated_at) SELECT id, 1, updated_at FROM workflow_schedules WHERE id LIKE 'oth%' ON CONFLICT (schedule_ulid) DO UPDATE SET consecutive_failures = 1",
+				} {
+					if _, err := db.ExecContext(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				analyze := func() {
+					if database.Of(db).Name() == database.PostgreSQL {
+						if err := loadgen.Analyze(ctx, db, "workflow_schedules", "workflow_schedule_health"); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				analyze()
+				b.Run(fmt.Sprintf("counts/failing-elsewhere=%d", failingElsewhere), func(b *testing.B) {
+					for b.Loop() {
+						if c, err := svc.Counts(ctx, "default"); err != nil || c.Failing != perState || c.Stuck != perState {
+							b.Fatalf("%+v %v", c, err)
+						}
+					}
+				})
+				if _, err := db.ExecContext(ctx, "UPDATE workflow_schedule_health SET consecutive_failures = 1 WHERE schedule_ulid LIKE 'reg%'"); err != nil {
+					b.Fatal(err)
+				}
+				analyze()
+				b.Run("counts/all-failing", func(b *testing.B) {
+					for b.Loop() {
+						if c, err := svc.Counts(ctx, "default"); err != nil || c.Failing != int64(n) {
+							b.Fatalf("%+v %v", c, err)
 						}
 					}
 				})
