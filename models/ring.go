@@ -1,8 +1,11 @@
 package models
 
 import (
+	"bytes"
 	"context"
+	"database/sql/driver"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,29 +20,26 @@ import (
 
 // RingRow is a row of workflow_schedule_rings (migration 0033): a
 // schedule's last RecentActionsKept actions packed into one value, newest
-// first. It replaces the ten rows a schedule had in
+// first (ring). It replaces the ten rows a schedule had in
 // workflow_schedule_recent_actions (RecentActionRow), which this release
 // still reads, for the actions the previous release records during a
 // rolling upgrade and for those recorded before it.
 //
-// The packed form (ringFormat 1) is a format byte, then per action its
-// length (uvarint) and its bytes: the action number n (uvarint), the
-// outcome and reason as their code (ringCodes; 0 for a pair without one,
-// followed by both as strings), a flags byte, the fire time in Unix
-// microseconds (varint) and the occurrence as microseconds before it
-// (varint), then what the flags say is stored: the lag when it is not
-// the one FireLagMs recomputes, the times' nanoseconds finer than a
-// microsecond, the instance ID when it is not the derived one
-// (DerivedInstanceID), the run ID as its 16 bytes when it is a ULID in
-// canonical form, else as text. A scheduled fire takes ~30 bytes, where
-// its row in the old table took ~116 on the page and ~70 in the index.
-// The length prefix lets a writer keep and drop whole actions without
-// decoding them.
+// An action packs (packAction) as its number n (uvarint), the outcome and
+// reason as their code (ringCodes; 0 for a pair without one, followed by
+// both as strings), a flags byte, the fire time in Unix microseconds
+// (varint) and the occurrence as microseconds before it (varint), then
+// what the flags say is stored: the lag when it is not the one FireLagMs
+// recomputes, the times' nanoseconds finer than a microsecond, the
+// instance ID when it is not the derived one (DerivedInstanceID), the run
+// ID as its 16 bytes when it is a ULID in canonical form, else as text. A
+// scheduled fire takes ~30 bytes, where its row in the old table took
+// ~116 on the page and ~70 in the index.
 type RingRow struct {
 	bun.BaseModel `bun:"table:workflow_schedule_rings,alias:rg"`
 
 	ScheduleULID string `bun:"schedule_ulid,pk"`
-	Ring         []byte `bun:"ring,notnull"`
+	Ring         ring   `bun:"ring,notnull"`
 	// ScheduleID is the schedule's, which derived instance IDs contain;
 	// read with the row.
 	ScheduleID string `bun:"schedule_id,scanonly"`
@@ -164,16 +164,16 @@ func unpackAction(scheduleID string, b []byte) (int64, RecentAction, error) {
 	return n, a, r.err
 }
 
-// splitRing lists a ring's packed actions, newest first.
-func splitRing(ring []byte) ([]packedAction, error) {
-	if len(ring) == 0 {
+// splitRing reads SQLite's blob of a ring (joinRing).
+func splitRing(blob []byte) (ring, error) {
+	if len(blob) == 0 {
 		return nil, nil
 	}
-	if ring[0] != ringFormat {
-		return nil, fmt.Errorf("%w: format %d", errRing, ring[0])
+	if blob[0] != ringFormat {
+		return nil, fmt.Errorf("%w: format %d", errRing, blob[0])
 	}
-	r := ringReader{b: ring[1:]}
-	var out []packedAction
+	r := ringReader{b: blob[1:]}
+	var out ring
 	for len(r.b) > 0 && r.err == nil {
 		entry := r.bytes(r.length())
 		if r.err != nil {
@@ -188,17 +188,83 @@ func splitRing(ring []byte) ([]packedAction, error) {
 	return out, r.err
 }
 
-// joinRing packs the newest RecentActionsKept of actions into a ring.
-func joinRing(actions []packedAction) []byte {
+// ring is a schedule's packed actions, newest first, as stored: on
+// PostgreSQL a bytea[] (read in its text form, {"\\x…",…}), on SQLite one
+// blob, ringFormat followed by each action with its length (joinRing).
+type ring []packedAction
+
+// newestRing is the newest RecentActionsKept of actions, once each.
+func newestRing(actions []packedAction) ring {
 	slices.SortStableFunc(actions, func(a, b packedAction) int { return cmpDesc(a.n, b.n) })
 	actions = slices.CompactFunc(actions, func(a, b packedAction) bool { return a.n == b.n })
-	actions = actions[:min(len(actions), RecentActionsKept)]
+	return ring(actions[:min(len(actions), RecentActionsKept)])
+}
+
+// joinRing packs a ring into SQLite's blob: ringFormat, then each action
+// with its length (uvarint) before it.
+func joinRing(actions ring) []byte {
 	out := []byte{ringFormat}
 	for _, a := range actions {
 		out = binary.AppendUvarint(out, uint64(len(a.bytes)))
 		out = append(out, a.bytes...)
 	}
 	return out
+}
+
+// Value is the ring as SQLite stores it (PostgreSQL's are written by
+// SaveRecentActions' statement).
+func (r ring) Value() (driver.Value, error) { return joinRing(r), nil }
+
+// Scan reads a ring in either database's form.
+func (r *ring) Scan(src any) error {
+	var b []byte
+	switch v := src.(type) {
+	case nil:
+		*r = nil
+		return nil
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	default:
+		return fmt.Errorf("%w: a %T", errRing, src)
+	}
+	var err error
+	if len(b) > 0 && b[0] == '{' {
+		*r, err = splitArray(b)
+	} else {
+		*r, err = splitRing(b)
+	}
+	return err
+}
+
+// splitArray reads PostgreSQL's text form of a bytea[]: {} or
+// {"\\x0a1b…","\\x…"} (hex output never holds a quote or a comma).
+func splitArray(b []byte) (ring, error) {
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, errRing
+	}
+	body := b[1 : len(b)-1]
+	if len(body) == 0 {
+		return nil, nil
+	}
+	var out ring
+	for _, elem := range bytes.Split(body, []byte(",")) {
+		if !bytes.HasPrefix(elem, []byte(`"\\x`)) || !bytes.HasSuffix(elem, []byte(`"`)) || len(elem) < 5 {
+			return nil, errRing
+		}
+		elem = elem[4 : len(elem)-1]
+		entry := make([]byte, hex.DecodedLen(len(elem)))
+		if _, err := hex.Decode(entry, elem); err != nil {
+			return nil, errRing
+		}
+		n, k := binary.Uvarint(entry)
+		if k <= 0 {
+			return nil, errRing
+		}
+		out = append(out, packedAction{n: int64(n), bytes: entry})
+	}
+	return out, nil
 }
 
 func cmpDesc(a, b int64) int {
@@ -279,16 +345,35 @@ func (r *ringReader) length() int {
 	return int(n)
 }
 
-// SaveRecentActions records actions in their schedules' rings, in two
-// statements whatever their number: one reads the rings, one writes them
-// back (on PostgreSQL INSERT … ON CONFLICT DO UPDATE from one typed array
-// per column, see InsertRuns), each with its newest RecentActionsKept
-// actions. The caller holds the schedules' row locks, as every fire does:
-// only a fire of a schedule writes its ring, so nothing changes the rings
-// between the read and the write. A row's ScheduleID lets its derived
-// instance ID be left out.
+// SaveRecentActions records actions in their schedules' rings, each kept
+// to its newest RecentActionsKept. The caller holds the schedules' row
+// locks, as every fire does: only a fire of a schedule writes its ring, and
+// its actions are numbered by the schedule's actions_count, so an action
+// recorded is always newer than those its ring holds. A row's ScheduleID
+// lets its derived instance ID be left out.
+//
+// On PostgreSQL the ring is a bytea[] of packed actions, newest first, and
+// one statement pushes the new ones in front and cuts it to ten (INSERT …
+// ON CONFLICT DO UPDATE from typed arrays, see InsertRuns): a fire sends
+// its own ~30 bytes, not the ring, and nothing is read. On SQLite, a
+// single writer, the ring is one blob (joinRing), read and written back.
 func SaveRecentActions(ctx context.Context, db bun.IDB, rows []*RecentActionRow) error {
 	if len(rows) == 0 {
+		return nil
+	}
+	if database.Of(db).TypedArrays() {
+		ids, numbers, packed := make([]string, len(rows)), make([]int64, len(rows)), make([][]byte, len(rows))
+		for i, r := range rows {
+			ids[i], numbers[i], packed[i] = r.ScheduleULID, r.N, packAction(r.ScheduleID, r.N, r.Action)
+		}
+		_, err := db.NewRaw(`INSERT INTO workflow_schedule_rings AS rg (schedule_ulid, ring)
+			SELECT a.id, (array_agg(a.packed ORDER BY a.n DESC))[1:?] FROM unnest(?::text[], ?::bigint[], ?::bytea[]) AS a (id, n, packed)
+			GROUP BY a.id
+			ON CONFLICT (schedule_ulid) DO UPDATE SET ring = (EXCLUDED.ring || rg.ring)[1:?]`,
+			RecentActionsKept, pgdialect.Array(ids), pgdialect.Array(numbers), pgdialect.Array(packed), RecentActionsKept).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("save recent actions: %w", err)
+		}
 		return nil
 	}
 	added := make(map[string][]packedAction, len(rows))
@@ -300,38 +385,18 @@ func SaveRecentActions(ctx context.Context, db bun.IDB, rows []*RecentActionRow)
 		added[r.ScheduleULID] = append(added[r.ScheduleULID], packedAction{n: r.N, bytes: packAction(r.ScheduleID, r.N, r.Action)})
 	}
 	var current []RingRow
-	q := db.NewSelect().Model(&current).Column("rg.schedule_ulid", "rg.ring")
-	if database.Of(db).TypedArrays() {
-		q = q.Where("rg.schedule_ulid = ANY(?::text[])", pgdialect.Array(ids))
-	} else {
-		q = q.Where("rg.schedule_ulid IN (?)", bun.In(ids))
-	}
-	if err := q.Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&current).Column("rg.schedule_ulid", "rg.ring").Where("rg.schedule_ulid IN (?)", bun.In(ids)).Scan(ctx); err != nil {
 		return fmt.Errorf("read rings of recent actions: %w", err)
 	}
-	kept := make(map[string][]packedAction, len(current))
+	kept := make(map[string]ring, len(current))
 	for _, c := range current {
-		actions, err := splitRing(c.Ring)
-		if err != nil {
-			return fmt.Errorf("ring of schedule %s: %w", c.ScheduleULID, err)
-		}
-		kept[c.ScheduleULID] = actions
+		kept[c.ScheduleULID] = c.Ring
 	}
 	out := make([]RingRow, len(ids))
-	rings := make([][]byte, len(ids))
 	for i, id := range ids {
-		rings[i] = joinRing(append(added[id], kept[id]...))
-		out[i] = RingRow{ScheduleULID: id, Ring: rings[i]}
+		out[i] = RingRow{ScheduleULID: id, Ring: newestRing(append(added[id], kept[id]...))}
 	}
-	var err error
-	if database.Of(db).TypedArrays() {
-		_, err = db.NewRaw(`INSERT INTO workflow_schedule_rings (schedule_ulid, ring)
-			SELECT * FROM unnest(?::text[], ?::bytea[])
-			ON CONFLICT (schedule_ulid) DO UPDATE SET ring = EXCLUDED.ring`, pgdialect.Array(ids), pgdialect.Array(rings)).Exec(ctx)
-	} else {
-		_, err = db.NewInsert().Model(&out).On("CONFLICT (schedule_ulid) DO UPDATE").Set("ring = EXCLUDED.ring").Exec(ctx)
-	}
-	if err != nil {
+	if _, err := db.NewInsert().Model(&out).On("CONFLICT (schedule_ulid) DO UPDATE").Set("ring = EXCLUDED.ring").Exec(ctx); err != nil {
 		return fmt.Errorf("save recent actions: %w", err)
 	}
 	return nil
@@ -366,11 +431,7 @@ func RecentActionsOf(ctx context.Context, db bun.IDB, scheduleULIDs []string) (m
 	}
 	all := make(map[string][]numbered, len(scheduleULIDs))
 	for _, rg := range rings {
-		actions, err := splitRing(rg.Ring)
-		if err != nil {
-			return nil, fmt.Errorf("ring of schedule %s: %w", rg.ScheduleULID, err)
-		}
-		for _, p := range actions {
+		for _, p := range rg.Ring {
 			n, a, err := unpackAction(rg.ScheduleID, p.bytes)
 			if err != nil {
 				return nil, fmt.Errorf("ring of schedule %s: %w", rg.ScheduleULID, err)

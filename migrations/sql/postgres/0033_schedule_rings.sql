@@ -8,13 +8,16 @@
 -- as its 16 bytes, what a read can recompute left out), in one row a
 -- schedule with one index entry.
 --
--- A fire reads the schedule's ring and writes it back whole, in the
--- transaction that holds the schedule's row lock (only a fire of a
--- schedule writes its ring). A batch of fires rewrites the rings of
--- schedules whose rows were written side by side, so most rows of a page
--- change in one transaction: the fill factor leaves each page room for a
--- new version of every row on it, so the update stays on the page (HOT:
--- no new index entry, and the old version is pruned in-page).
+-- The ring is a bytea[] of packed actions, newest first: a fire sends its
+-- own action (~30 bytes) and one statement pushes it in front and cuts the
+-- array to ten ((new || ring)[1:10]), so nothing is read back; the fire
+-- holds the schedule's row lock, and the schedule's actions_count numbers
+-- its actions, so a new one is always the newest. A batch of fires
+-- rewrites the rings of schedules whose rows were written side by side, so
+-- most rows of a page change in one transaction: the fill factor leaves
+-- each page room for a new version of every row on it, so the update stays
+-- on the page (HOT: no new index entry, and the old version is pruned
+-- in-page).
 --
 -- Expand only, for a rolling upgrade: the previous release still reads and
 -- writes workflow_schedule_recent_actions, and this release reads both
@@ -26,5 +29,5 @@
 -- workflow_schedule_recent_actions and its read.
 CREATE TABLE workflow_schedule_rings (
     schedule_ulid text PRIMARY KEY,
-    ring          bytea NOT NULL
+    ring          bytea[] NOT NULL
 ) WITH (fillfactor = 50);
