@@ -127,7 +127,7 @@ func (h *Console) Runs(c echo.Context) error {
 		v.Pager.FirstURL = list("")
 	}
 	if page.Scanned > 0 {
-		v.ScanNote = fmt.Sprintf("Showing matches for workflow type %q among the latest %s runs", wfType, groupDigits(int64(page.Scanned)))
+		v.ScanNote = fmt.Sprintf("Showing matches for workflow type %q among the latest %s runs", wfType, views.GroupDigits(int64(page.Scanned)))
 		if cursor != "" {
 			v.ScanNote += " before the previous page"
 		}

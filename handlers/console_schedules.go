@@ -209,9 +209,9 @@ func (h *Console) Registry(c echo.Context) error {
 		// Both counts stop at a cap: past it, "more than 1,000".
 		who := countWord(int(counts.Stale), "schedule is", "schedules are")
 		if counts.StaleCapped {
-			who = "More than " + groupDigits(counts.Stale) + " schedules are"
+			who = "More than " + views.GroupDigits(counts.Stale) + " schedules are"
 		} else if counts.Stale < counts.Overdue || counts.OverdueCapped {
-			overdue := groupDigits(counts.Overdue)
+			overdue := views.GroupDigits(counts.Overdue)
 			if counts.OverdueCapped {
 				overdue = "more than " + overdue
 			}
@@ -397,28 +397,16 @@ func (r *request) registryPager(v *views.RegistryView, page *scheduling.Schedule
 		limit = scheduling.DefaultListLimit
 	}
 	from := (pageNo-1)*limit + 1
-	v.Pager.Range = groupDigits(int64(from))
+	v.Pager.Range = views.GroupDigits(int64(from))
 	if len(page.Schedules) > 1 {
-		v.Pager.Range += "–" + groupDigits(int64(from+len(page.Schedules)-1))
+		v.Pager.Range += "–" + views.GroupDigits(int64(from+len(page.Schedules)-1))
 	}
 	switch {
 	case exact:
-		v.Pager.Range += " of " + groupDigits(total)
+		v.Pager.Range += " of " + views.GroupDigits(total)
 	case total > 0:
-		v.Pager.Range += " of more than " + groupDigits(total)
+		v.Pager.Range += " of more than " + views.GroupDigits(total)
 	}
-}
-
-// groupDigits writes 1234567 as "1,234,567".
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	if n < 0 {
-		return "-" + groupDigits(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // Bulk answers POST /waterline/schedules/bulk (ids…, action, reason).
