@@ -45,6 +45,8 @@ type RingRow struct {
 	ScheduleID string `bun:"schedule_id,scanonly"`
 }
 
+// ringFormat is the first byte of SQLite's blob of a ring (joinRing): a
+// later form of the blob takes another.
 const ringFormat = 1
 
 // Flags of a packed action: which optional parts follow its times.
