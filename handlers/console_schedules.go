@@ -238,7 +238,8 @@ func (h *Console) Registry(c echo.Context) error {
 	var page *scheduling.SchedulePage
 	if err == nil {
 		page, err = h.Schedules.List(c.Request().Context(), scheduling.ListFilter{
-			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit), Health: health, Sort: cmp.Or(sort, "health")})
+			Namespace: r.ns, Statuses: statuses, Text: q, Label: label, Cursor: cursor, Limit: int(limit), Health: health, Sort: cmp.Or(sort, "health"),
+			Counts: &counts})
 	}
 	l := r.layout("Schedules", "schedules")
 	if err != nil {

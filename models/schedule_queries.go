@@ -361,6 +361,11 @@ type ScheduleFilter struct {
 	// (AfterRank, AfterID).
 	ByHealthRank bool
 	AfterRank    int64
+	// EmptyRanks are ranks known to hold none of the listed schedules (a
+	// count of zero read for the same view): the health order skips their
+	// statements. Later ranks still exclude them, so a schedule that
+	// entered one meanwhile is not listed under a rank it is not in.
+	EmptyRanks []int
 }
 
 // HealthRule is one health state's rule in SQL, over the schedule s, its
@@ -484,7 +489,7 @@ func ListSchedules(ctx context.Context, db bun.IDB, f ScheduleFilter) ([]Schedul
 	var rows []scheduleWithHealth
 	if f.ByHealthRank {
 		for rank := int(f.AfterRank); rank <= len(f.Conditions.Rules) && len(rows) <= f.Limit; rank++ {
-			if f.HealthRank != nil && *f.HealthRank != rank {
+			if f.HealthRank != nil && *f.HealthRank != rank || slices.Contains(f.EmptyRanks, rank) {
 				continue
 			}
 			after := ""

@@ -11,6 +11,7 @@ import (
 	"github.com/tidelinehq/tideline/database/dbtest"
 	"github.com/tidelinehq/tideline/models"
 	"github.com/tidelinehq/tideline/scheduling"
+	"github.com/tidelinehq/tideline/scheduling/schedtest"
 )
 
 // healthZoo creates one schedule in every health state, and some in two
@@ -185,6 +186,92 @@ func TestHealthStatesAgree(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, page.Schedules, 1)
 		require.Equal(t, "retrying", page.Schedules[0].ScheduleID)
+	})
+}
+
+// The health order reads no statement for a state the namespace's counts
+// hold none of, and lists the same rows as without them; a schedule that
+// enters such a state after the counts were read is not listed under a
+// rank it is not in. The stale count is read only when some schedule is
+// overdue.
+func TestHealthOrderSkipsTheStatesCountedEmpty(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
+		t.Parallel()
+		f := newFixture(t, db)
+		pages, counted := &markedStatements{marker: "h_rank"}, &markedStatements{marker: "AS capped"}
+		f.svc = schedtest.Service(db.WithQueryHook(pages).WithQueryHook(counted), f.clock)
+		yearly := func(ns, id string) {
+			in := cronInput(id, "0 0 1 1 *")
+			in.Namespace, in.OverlapPolicy = ns, scheduling.OverlapAllowAll
+			f.create(in)
+		}
+		for _, outcome := range []string{"ok", "failing"} {
+			yearly("default", outcome)
+			res, err := f.svc.Trigger(f.ctx, "default", outcome, "", nil)
+			require.NoError(t, err)
+			require.Len(t, f.poll(1, 3600), 1)
+			if outcome == "ok" {
+				_, err = f.svc.CompleteRun(f.ctx, "default", res.RunID, w1, nil)
+			} else {
+				_, err = f.svc.FailRun(f.ctx, "default", res.RunID, w1, scheduling.Failure{Message: "disk full", NonRetryable: true})
+			}
+			require.NoError(t, err)
+		}
+		f.create(cronInput("overdue", "* * * * *"))
+		yearly("calm", "quiet")
+		f.clock.Advance(2*time.Minute + time.Second)
+
+		ids := func(p *scheduling.SchedulePage) []string {
+			var out []string
+			for _, s := range p.Schedules {
+				out = append(out, s.ScheduleID+":"+s.HealthState)
+			}
+			return out
+		}
+		counts, err := f.svc.Counts(f.ctx, "default")
+		require.NoError(t, err)
+		require.Equal(t, [4]int64{1, 0, 1, 0}, [4]int64{counts.Failing, counts.Stuck, counts.Overdue, counts.Skipping})
+		require.EqualValues(t, 1, counts.Stale)
+		require.Len(t, counted.take(), 4, "stuck, overdue, skipping and stale")
+		pages.take()
+		want := []string{"failing:failing", "overdue:overdue", "ok:ok"}
+		page, err := f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "default", Sort: "health"})
+		require.NoError(t, err)
+		require.Equal(t, want, ids(page))
+		require.Len(t, pages.take(), 5, "without the counts: every rank")
+		page, err = f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "default", Sort: "health", Counts: &counts})
+		require.NoError(t, err)
+		require.Equal(t, want, ids(page))
+		require.Len(t, pages.take(), 3, "failing, overdue and the rest")
+		// A deleted schedule is in no count: a list that shows them reads every rank.
+		page, err = f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "default", Sort: "health", Counts: &counts,
+			Statuses: []string{models.StatusActive, models.StatusPaused, models.StatusDeleted}})
+		require.NoError(t, err)
+		require.Equal(t, want, ids(page))
+		require.Len(t, pages.take(), 5)
+
+		calm, err := f.svc.Counts(f.ctx, "calm")
+		require.NoError(t, err)
+		require.Len(t, counted.take(), 3, "no stale count without an overdue schedule")
+		page, err = f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "calm", Sort: "health", Counts: &calm})
+		require.NoError(t, err)
+		require.Equal(t, []string{"quiet:no_runs"}, ids(page))
+		require.Len(t, pages.take(), 1, "the rest only")
+
+		// quiet becomes stuck after its counts were read: the page of
+		// those counts leaves it out rather than list it among the rest.
+		_, err = f.svc.Trigger(f.ctx, "calm", "quiet", "", nil)
+		require.NoError(t, err)
+		f.clock.Advance(scheduling.DefaultStuckAfter + time.Minute)
+		page, err = f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "calm", Sort: "health", Counts: &calm})
+		require.NoError(t, err)
+		require.Empty(t, page.Schedules)
+		calm, err = f.svc.Counts(f.ctx, "calm")
+		require.NoError(t, err)
+		page, err = f.svc.List(f.ctx, scheduling.ListFilter{Namespace: "calm", Sort: "health", Counts: &calm})
+		require.NoError(t, err)
+		require.Equal(t, []string{"quiet:stuck"}, ids(page))
 	})
 }
 

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"encoding/base64"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,13 @@ type ListFilter struct {
 	Limit        int
 	Health       string // "" (any), or a state of healthstate.go: "failing", "stuck", "overdue" or "skipping"
 	Sort         string // "" or "schedule_id" (default), "health": by HealthRank (failing, stuck, overdue, skipping, the rest), or "next_fire": soonest first
+	// Counts are the namespace's counts (Service.Counts) when the caller
+	// read them for the same view: the health order then does not read
+	// the states they count none of (each a statement of its own, most
+	// of a page's cost in planning when the namespace is healthy). A
+	// schedule that enters such a state between the two reads leads the
+	// next page load instead of this one, as with any live order.
+	Counts *models.ScheduleCounts
 }
 
 // SchedulePage is one page of schedules ordered by schedule ID.
@@ -71,6 +79,7 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 	case "", "schedule_id":
 	case "health":
 		filter.ByHealthRank = true
+		filter.EmptyRanks = emptyRanks(f.Counts, statuses)
 	case "next_fire":
 		filter.ByNextFire = true
 	default:
@@ -117,6 +126,38 @@ func (s *Service) List(ctx context.Context, f ListFilter) (*SchedulePage, error)
 		page.NextCursor = encodeListCursor(&rows[len(rows)-1], filter.ByHealthRank)
 	}
 	return page, nil
+}
+
+// emptyRanks are the health ranks that counts (nil: not read) say hold
+// none of the namespace's live schedules, when the list is of live
+// schedules only: a deleted schedule is in no count.
+func emptyRanks(counts *models.ScheduleCounts, statuses []string) []int {
+	if counts == nil || slices.Contains(statuses, models.StatusDeleted) {
+		return nil
+	}
+	var out []int
+	for rank, rule := range healthRules {
+		if n, _ := countOf(counts, rule.State); n != nil && *n == 0 {
+			out = append(out, rank)
+		}
+	}
+	return out
+}
+
+// countOf is the count c keeps of a health state, and whether it is one
+// of those counted per view up to HealthCountCap (with its Capped flag).
+func countOf(c *models.ScheduleCounts, state string) (n *int64, capped *bool) {
+	switch state {
+	case HealthFailing:
+		return &c.Failing, nil
+	case HealthStuck:
+		return &c.Stuck, &c.StuckCapped
+	case HealthOverdue:
+		return &c.Overdue, &c.OverdueCapped
+	case HealthSkipping:
+		return &c.Skipping, &c.SkippingCapped
+	}
+	return nil, nil
 }
 
 // encodeListCursor names the last row of a page: its schedule ID, and for
@@ -202,20 +243,17 @@ func (s *Service) Counts(ctx context.Context, namespace string) (models.Schedule
 		return c, err
 	}
 	cond := healthConditions(now)
-	type bounded struct {
-		n      *int64
-		capped *bool
-	}
-	counts := map[string]bounded{HealthStuck: {&c.Stuck, &c.StuckCapped}, HealthOverdue: {&c.Overdue, &c.OverdueCapped},
-		HealthSkipping: {&c.Skipping, &c.SkippingCapped}}
 	for rank, rule := range healthRules {
-		b, ok := counts[rule.State]
-		if !ok {
-			continue // failing: kept
+		n, capped := countOf(&c, rule.State)
+		if capped == nil {
+			continue // kept (failing)
 		}
-		if *b.n, *b.capped, err = models.CountHealthRank(ctx, s.db, namespace, cond, rank, HealthCountCap, ""); err != nil {
+		if *n, *capped, err = models.CountHealthRank(ctx, s.db, namespace, cond, rank, HealthCountCap, ""); err != nil {
 			return c, err
 		}
+	}
+	if c.Overdue == 0 {
+		return c, nil // the stale are overdue ones
 	}
 	overdue, _ := healthRankOf(HealthOverdue)
 	c.Stale, c.StaleCapped, err = models.CountHealthRank(ctx, s.db, namespace, cond, overdue, HealthCountCap, "s.next_fire_at < ?", now.Add(-LoopGrace))

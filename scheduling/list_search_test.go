@@ -203,12 +203,16 @@ func TestListSearchMatchesBruteForce(t *testing.T) {
 	})
 }
 
-// listStatements records the registry's page statements (those reading
-// the health rank), to explain them afterwards.
-type listStatements struct{ statementLog }
+// markedStatements records the statements that contain marker ("h_rank":
+// the registry's page statements, those reading the health rank), to
+// count or explain them afterwards.
+type markedStatements struct {
+	statementLog
+	marker string
+}
 
-func (l *listStatements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	if strings.Contains(e.Query, "h_rank") {
+func (l *markedStatements) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	if strings.Contains(e.Query, l.marker) {
 		l.mu.Lock()
 		l.stmts = append(l.stmts, e.Query)
 		l.mu.Unlock()
@@ -224,7 +228,7 @@ func TestListSearchPlansUseTheSideTablesOnSQLite(t *testing.T) {
 	t.Parallel()
 	db := dbtest.SQLite(t)
 	ctx := context.Background()
-	log := &listStatements{}
+	log := &markedStatements{marker: "h_rank"}
 	svc := schedtest.Service(db.WithQueryHook(log), schedtest.NewClock(t0))
 	seedSchedules(t, db, "plan", 1500, t0.Add(time.Hour))
 	_, err := db.ExecContext(ctx, `UPDATE workflow_schedules SET labels = '{"tier": "common"}'`)

@@ -50,10 +50,11 @@ func TestAPISortByNextFire(t *testing.T) {
 	})
 }
 
-// The namespaces that exist, read by an index skip scan, are bounded by
-// the limit on both databases (the recursion stops, it is not cut after),
-// and NamespacesHolding finds an ID only in the namespaces it is given.
-func TestNamespacesSkipScan(t *testing.T) {
+// The namespaces that hold live schedules, read from their status counts,
+// are bounded by the limit on both databases; a namespace whose schedules
+// were all deleted drops out; and NamespacesHolding finds an ID only in
+// the namespaces it is given, deleted schedules included.
+func TestNamespacesListedFromTheirCounts(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *bun.DB) {
 		t.Parallel()
@@ -63,6 +64,7 @@ func TestNamespacesSkipScan(t *testing.T) {
 				f.must(201, "POST", "/waterline/api/v2/schedules", `{"schedule_id":"`+id+`","cron":"0 * * * *","action":{"workflow_type":"w"}}`, "X-Namespace", ns)
 			}
 		}
+		f.must(200, "POST", "/waterline/api/v2/schedules/x/pause", `{}`, "X-Namespace", "ns-b")
 		all, err := models.ListNamespaces(context.Background(), db, 100)
 		require.NoError(t, err)
 		require.Equal(t, []string{"ns-a", "ns-b", "ns-c", "ns-d", "ns-e"}, all)
@@ -70,9 +72,22 @@ func TestNamespacesSkipScan(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"ns-a", "ns-b", "ns-c"}, first)
 
+		f.must(200, "DELETE", "/waterline/api/v2/schedules/x", "", "X-Namespace", "ns-c")
+		f.must(200, "DELETE", "/waterline/api/v2/schedules/y-ns-c", "", "X-Namespace", "ns-c")
+		f.must(200, "DELETE", "/waterline/api/v2/schedules/x", "", "X-Namespace", "ns-d")
+		all, err = models.ListNamespaces(context.Background(), db, 100)
+		require.NoError(t, err)
+		require.Equal(t, []string{"ns-a", "ns-b", "ns-d", "ns-e"}, all)
+		first, err = models.ListNamespaces(context.Background(), db, 3)
+		require.NoError(t, err)
+		require.Equal(t, []string{"ns-a", "ns-b", "ns-d"}, first)
+
 		holding, err := models.NamespacesHolding(context.Background(), db, "x", []string{"ns-e", "ns-b", "elsewhere"})
 		require.NoError(t, err)
 		require.Equal(t, []string{"ns-b", "ns-e"}, holding)
+		holding, err = models.NamespacesHolding(context.Background(), db, "x", []string{"ns-c", "ns-d"})
+		require.NoError(t, err)
+		require.Equal(t, []string{"ns-c", "ns-d"}, holding, "deleted schedules are found")
 		holding, err = models.NamespacesHolding(context.Background(), db, "y-ns-a", []string{"ns-b"})
 		require.NoError(t, err)
 		require.Empty(t, holding)
