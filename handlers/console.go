@@ -289,8 +289,9 @@ func pageTitle(c echo.Context, fallback string) string {
 
 // namespaces are what the header's switcher offers: the namespaces a
 // bound viewer is bound to, or, for local mode and unbound viewers, the
-// namespaces that exist (Service.Namespaces, an index skip scan bounded to
-// scheduling.MaxNamespaces) plus the current one and "default". A server
+// namespaces that hold live schedules (Service.Namespaces, read from
+// their status counts, bounded to scheduling.MaxNamespaces) plus the
+// current one and "default". A server
 // pinned to one namespace, and a viewer who may see one, get none.
 func (r *request) namespaces() []string {
 	if r.h.Namespace != "" || r.anonymous {

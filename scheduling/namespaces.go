@@ -10,8 +10,9 @@ import (
 // may see all of them: a switcher of more would not be read anyway.
 const MaxNamespaces = 100
 
-// Namespaces returns the namespaces that hold schedules (up to
-// MaxNamespaces, in order), read from an index rather than the table.
+// Namespaces returns the namespaces that hold live schedules (up to
+// MaxNamespaces, in order), read from their status counts rather than
+// from the schedules.
 func (s *Service) Namespaces(ctx context.Context) ([]string, error) {
 	return models.ListNamespaces(ctx, s.db, MaxNamespaces)
 }
