@@ -261,9 +261,15 @@ func TestNotifyKillStillDelivers(t *testing.T) {
 			t.Errorf("delivery log: %s is %s, want delivered", d.ID, d.Status)
 		}
 	}
-	if n, err := b.metric(`tideline_notification_attempts_total{event="backfill_finished",outcome="delivered"}`); err != nil || n != 2 {
-		t.Errorf("replica B's delivered attempts: %v (err %v), want 2", n, err)
-	}
+	// The dispatcher counts an attempt once its outcome is written (and the
+	// notifier's health noted), so the count may follow the rows a moment.
+	waitFor(t, 5*time.Second, 10*time.Millisecond, "replica B counts 2 delivered attempts", func() (bool, error) {
+		n, err := b.metric(`tideline_notification_attempts_total{event="backfill_finished",outcome="delivered"}`)
+		if err != nil || n > 2 {
+			return false, fmt.Errorf("replica B's delivered attempts: %v (err %v), want 2", n, err)
+		}
+		return n == 2, nil
+	})
 	if n := strings.Count(tail(b.log.Name(), 1000), "level=ERROR"); n > 0 {
 		t.Errorf("replica B logged %d errors:\n%s", n, tail(b.log.Name(), 20))
 	}
