@@ -162,9 +162,9 @@ func FoldHealth(ctx context.Context, tx bun.IDB, now time.Time, limit int) (int,
 		return 0, err
 	}
 	// A schedule's first fold creates its health row. The row's foreign
-	// key takes a key-share lock on the schedule, which would wait for the
-	// tick's lock (firing ahead holds schedules for seconds): such
-	// schedules are left for the next pass.
+	// key takes a key-share lock on the schedule, which waits only for a
+	// hard delete (every other lock on a schedule is FOR NO KEY UPDATE,
+	// see scheduleLock): such schedules are left for the next pass.
 	var missing, free []string
 	err = tx.NewSelect().Model((*Schedule)(nil)).Column("s.id").Where("s.id IN (?)", bun.In(ids)).
 		Where("NOT EXISTS (SELECT 1 FROM workflow_schedule_health AS h WHERE h.schedule_ulid = s.id)").Scan(ctx, &missing)
@@ -191,10 +191,21 @@ func FoldHealth(ctx context.Context, tx bun.IDB, now time.Time, limit int) (int,
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	// Rows a run end holds are skipped and folded on a later pass. Waiting
+	// for one could deadlock: a transaction ending the runs of several
+	// schedules writes their rows in schedule order, and may next insert
+	// the row of a higher schedule that this fold just created.
 	var health []ScheduleHealth
 	q := tx.NewSelect().Model(&health).Where("h.schedule_ulid IN (?)", bun.In(ids)).OrderExpr("h.schedule_ulid")
-	if err := database.Lock(q, "UPDATE").Scan(ctx); err != nil {
+	if err := database.Lock(q, "UPDATE SKIP LOCKED").Scan(ctx); err != nil {
 		return 0, fmt.Errorf("fold health: %w", err)
+	}
+	ids = ids[:0]
+	for _, h := range health {
+		ids = append(ids, h.ScheduleULID)
+	}
+	if len(ids) == 0 {
+		return 0, nil
 	}
 	var pending []HealthPending
 	err = tx.NewSelect().Model(&pending).Where("hp.schedule_ulid IN (?)", bun.In(ids)).
@@ -282,7 +293,7 @@ func newestPending(ctx context.Context, db bun.IDB, scheduleULIDs []string) (map
 func ClaimFailing(ctx context.Context, tx bun.IDB, limit int) ([]Schedule, error) {
 	var out []Schedule
 	q := failing(tx).Model(&out).OrderExpr("s.id ASC").Limit(int64(limit))
-	q = database.Lock(q, "UPDATE OF s SKIP LOCKED")
+	q = database.Lock(q, scheduleLock+" OF s SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim failing schedules: %w", err)
 	}

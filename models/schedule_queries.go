@@ -14,6 +14,19 @@ import (
 	"github.com/tidelinehq/tideline/database"
 )
 
+// scheduleLock is the row lock of every locking read of schedules: FOR NO
+// KEY UPDATE, not FOR UPDATE. Nothing in Tideline changes a schedule's keys
+// (its ID, its namespace and schedule ID), and FOR UPDATE also blocks the
+// key-share lock a foreign key takes on the schedule. With it, a run end
+// that inserts its schedule's first health row (migrations 0005, 0032)
+// waited for whoever held the schedule — the tick
+// firing ahead holds schedules for seconds — and a delete holding the
+// schedule whose count trigger then waited for that same health row
+// deadlocked with the run end (TestFailingCountsUnderConcurrentWrites).
+// FOR NO KEY UPDATE still serialises every writer of the schedule; only a
+// hard delete now waits for the foreign keys' readers.
+const scheduleLock = "NO KEY UPDATE"
+
 // ClaimedSchedule is a schedule locked for processing together with the
 // status of its latest run, so the overlap policy needs no extra query.
 type ClaimedSchedule struct {
@@ -69,7 +82,7 @@ func LockSchedule(ctx context.Context, tx bun.IDB, namespace, scheduleID string)
 	s := new(ClaimedSchedule)
 	q := tx.NewSelect().Model(s).
 		Where("s.namespace = ? AND s.schedule_id = ?", namespace, scheduleID)
-	q = database.Lock(q, "UPDATE")
+	q = database.Lock(q, scheduleLock)
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("lock schedule: %w", err)
 	}
@@ -170,7 +183,7 @@ type dueKey struct {
 // locks those schedules that still qualify —
 // status active and also (with its args), which must test next_fire_at as
 // the queue page did — with
-// FOR UPDATE SKIP LOCKED, and pages on until it holds limit or the queue
+// FOR NO KEY UPDATE SKIP LOCKED, and pages on until it holds limit or the queue
 // runs out. Two statements instead of a join, so that no plan can take
 // more locks than limit: a join planned on a table never analyzed once
 // sorted all 100,000 schedules of an instant under a row lock each,
@@ -208,7 +221,7 @@ func claimFromDue(ctx context.Context, tx bun.IDB, limit int, where func(q *bun.
 			lock = lock.Where(also, args...)
 		}
 		lock = lock.OrderExpr("s.next_fire_at ASC, s.id ASC").Limit(int64(limit - len(out)))
-		if err := database.Lock(lock, "UPDATE OF s SKIP LOCKED").Scan(ctx); err != nil {
+		if err := database.Lock(lock, scheduleLock+" OF s SKIP LOCKED").Scan(ctx); err != nil {
 			return nil, fmt.Errorf("lock due schedules: %w", err)
 		}
 		out = append(out, page...)
@@ -322,7 +335,7 @@ func ClaimDrainable(ctx context.Context, tx bun.IDB, limit int) ([]ClaimedSchedu
 		Where("(s.latest_run_id IS NULL OR NOT EXISTS (SELECT 1 FROM workflow_runs AS r WHERE r.id = s.latest_run_id AND r.status IN (?)))", bun.In(ActiveRunStatuses)).
 		OrderExpr("s.id ASC").
 		Limit(int64(limit))
-	q = database.Lock(q, "UPDATE SKIP LOCKED")
+	q = database.Lock(q, scheduleLock+" SKIP LOCKED")
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("claim drainable schedules: %w", err)
 	}
@@ -851,7 +864,7 @@ func UpdateSchedules(ctx context.Context, db bun.IDB, list []*Schedule) error {
 func ClaimPauseEnded(ctx context.Context, tx bun.IDB, now time.Time, limit int) ([]Schedule, error) {
 	var ids []string
 	q := pauseEnded(tx, now).Column("s.id").OrderExpr("s.paused_until ASC, s.id ASC").Limit(int64(limit))
-	q = database.Lock(q, "UPDATE SKIP LOCKED")
+	q = database.Lock(q, scheduleLock+" SKIP LOCKED")
 	if err := q.Scan(ctx, &ids); err != nil {
 		return nil, fmt.Errorf("claim ended pauses: %w", err)
 	}

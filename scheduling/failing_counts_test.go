@@ -338,9 +338,7 @@ func TestFailingCountsSerializeTheTwoSides(t *testing.T) {
 	blockedBy := func(pid int) {
 		t.Helper()
 		for range 2000 {
-			var blocked bool
-			require.NoError(t, db.NewRaw("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE ? = ANY (pg_blocking_pids(pid)))", pid).Scan(f.ctx, &blocked))
-			if blocked {
+			if waitsFor(t, db, pid) {
 				return
 			}
 			_, err := db.ExecContext(f.ctx, "SELECT pg_sleep(0.005)")
@@ -390,6 +388,63 @@ func TestFailingCountsSerializeTheTwoSides(t *testing.T) {
 		require.NoError(t, <-second)
 		c := requireCountsScanned(t, f, c.name, "default")
 		require.Zero(t, c.Failing, "%s: the failing schedule is deleted", cases[i].name)
+	}
+}
+
+// waitsFor says whether a PostgreSQL backend waits for a lock held by the
+// backend pid.
+func waitsFor(t *testing.T, db *bun.DB, pid int) bool {
+	t.Helper()
+	var blocked bool
+	require.NoError(t, db.NewRaw("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE ? = ANY (pg_blocking_pids(pid)))", pid).Scan(context.Background(), &blocked))
+	return blocked
+}
+
+// A run's end never waits for its schedule's lock, whoever holds it (the
+// tick firing ahead, an operator's change, a delete): its first failure
+// inserts the schedule's health row, whose foreign key takes a key-share
+// lock on the schedule, and every locking read of a schedule takes FOR NO
+// KEY UPDATE, which lets it through. With FOR UPDATE the run end queued
+// behind the holder, and a delete holding the schedule whose count
+// trigger then inserted the same health row deadlocked with it (CI saw
+// it in TestFailingCountsUnderConcurrentWrites).
+func TestRunEndDoesNotWaitForTheScheduleLock(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, "postgres")
+	f := newFixture(t, db)
+	f.create(cronInput("held", "0 0 1 1 *"))
+	res, err := f.svc.Trigger(f.ctx, "default", "held", "", nil)
+	require.NoError(t, err)
+	runs, err := f.svc.Poll(f.ctx, scheduling.PollRequest{Namespace: "default", Limit: 1, LeaseSeconds: 30, WorkerID: "w1"})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+
+	held, err := db.BeginTx(f.ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = held.Rollback() }()
+	_, err = models.LockSchedule(f.ctx, held, "default", "held")
+	require.NoError(t, err)
+	var pid int
+	require.NoError(t, held.NewRaw("SELECT pg_backend_pid()").Scan(f.ctx, &pid))
+
+	ended := make(chan error, 1)
+	go func() {
+		_, err := f.svc.FailRun(f.ctx, "default", res.RunID, w1, scheduling.Failure{Message: "boom"})
+		ended <- err
+	}()
+	for {
+		select {
+		case err := <-ended:
+			require.NoError(t, err)
+			require.NoError(t, held.Commit())
+			c := requireCountsScanned(t, f, "after the run's end", "default")
+			require.EqualValues(t, 1, c.Failing, "the schedule failed once")
+			return
+		default:
+		}
+		require.False(t, waitsFor(t, db, pid), "the run's end waits for the schedule's lock")
+		_, err := db.ExecContext(f.ctx, "SELECT pg_sleep(0.005)")
+		require.NoError(t, err)
 	}
 }
 

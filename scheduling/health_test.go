@@ -132,3 +132,74 @@ func TestHealthCompletionsDoNotWaitForEachOther(t *testing.T) {
 	require.EqualValues(t, 0, health[sch.ID].ConsecutiveFailures)
 	require.EqualValues(t, 1, health[sch.ID].FailuresCount)
 }
+
+// The fold never waits for a health row a run end holds. A transaction
+// that ends the runs of several schedules (the deadline sweep, an
+// operator's bulk action) writes their health rows in schedule order, the
+// first failure of a schedule inserting its row; the fold creates the rows
+// of schedules that have none and then locks the rows it folds. Had the
+// fold waited for the lower schedule's row the run end holds while holding
+// the new row of a higher one that the run end inserts next, the two
+// would deadlock; it skips held rows and folds them on a later pass.
+func TestHealthFoldSkipsRowsRunEndsHold(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, "postgres")
+	f := newFixture(t, db)
+	for _, id := range []string{"a", "b"} {
+		f.create(cronInput(id, "0 0 1 1 *"))
+	}
+	lo, hi := f.get("a").ID, f.get("b").ID
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	// lo has failed (its health row exists); hi's runs completed, so it
+	// has ended runs pending and no health row yet.
+	id := map[string]string{f.get("a").ID: "a", f.get("b").ID: "b"}
+	f.runOf("default", id[lo], false)
+	f.runOf("default", id[hi], true)
+	var rows int
+	require.NoError(t, db.NewRaw("SELECT count(*) FROM workflow_schedule_health WHERE schedule_ulid = ?", hi).Scan(f.ctx, &rows))
+	require.Zero(t, rows, "no health row for the schedule whose runs completed")
+
+	held, err := db.BeginTx(f.ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = held.Rollback() }()
+	var pid int
+	require.NoError(t, held.NewRaw("SELECT pg_backend_pid()").Scan(f.ctx, &pid))
+	_, err = held.ExecContext(f.ctx, "UPDATE workflow_schedule_health SET failures_count = failures_count + 1 WHERE schedule_ulid = ?", lo)
+	require.NoError(t, err)
+
+	type result struct {
+		n   int
+		err error
+	}
+	folded := make(chan result, 1)
+	go func() {
+		n, err := f.svc.FoldHealth(f.ctx, 100)
+		folded <- result{n, err}
+	}()
+	for done := false; !done; {
+		select {
+		case r := <-folded:
+			require.NoError(t, r.err)
+			require.Equal(t, 1, r.n, "the schedule whose row is free is folded")
+			done = true
+		default:
+			require.False(t, waitsFor(t, db, pid), "the fold waits for a health row a run end holds")
+			_, err := db.ExecContext(f.ctx, "SELECT pg_sleep(0.005)")
+			require.NoError(t, err)
+		}
+	}
+	// The run end goes on to hi's row, which the fold made.
+	_, err = held.ExecContext(f.ctx, `INSERT INTO workflow_schedule_health (schedule_ulid, consecutive_failures, failures_count, updated_at)
+		VALUES (?, 1, 1, now()) ON CONFLICT (schedule_ulid) DO UPDATE SET failures_count = workflow_schedule_health.failures_count + 1`, hi)
+	require.NoError(t, err)
+	require.NoError(t, held.Commit())
+
+	n, err := f.svc.FoldHealth(f.ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the skipped schedule is folded on the next pass")
+	var pending int
+	require.NoError(t, db.NewRaw("SELECT count(*) FROM workflow_schedule_health_pending WHERE schedule_ulid IN (?, ?)", lo, hi).Scan(f.ctx, &pending))
+	require.Zero(t, pending)
+}

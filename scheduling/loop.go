@@ -213,7 +213,7 @@ func (l *Loop) limit() int {
 // PostgreSQL. One loop is serial on one connection: the database waits
 // while the service builds a batch and the service waits while the
 // database writes it, so on two cores one sits idle. Two loops claim
-// disjoint batches (FOR UPDATE SKIP LOCKED) and keep both busy. SQLite has
+// disjoint batches (FOR NO KEY UPDATE SKIP LOCKED) and keep both busy. SQLite has
 // one connection, so it ticks alone.
 const tickParallelism = 2
 
