@@ -19,10 +19,10 @@ import (
 // (its ID, its namespace and schedule ID), and FOR UPDATE also blocks the
 // key-share lock a foreign key takes on the schedule. With it, a run end
 // that inserts its schedule's first health row (migrations 0005, 0032)
-// waited for whoever held the schedule — the tick
-// firing ahead holds schedules for seconds — and a delete holding the
-// schedule whose count trigger then waited for that same health row
-// deadlocked with the run end (TestFailingCountsUnderConcurrentWrites).
+// waited for whoever held the schedule (the tick firing ahead holds
+// schedules for seconds), and a delete holding the schedule, whose count
+// trigger then waited for that same health row, deadlocked with the run
+// end (TestFailingCountsUnderConcurrentWrites).
 // FOR NO KEY UPDATE still serialises every writer of the schedule; only a
 // hard delete now waits for the foreign keys' readers.
 const scheduleLock = "NO KEY UPDATE"
